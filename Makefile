@@ -1,0 +1,39 @@
+# precfuzz: every target does its own set-up (.venv with the pinned stack) on a fresh machine.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.install-stamp
+OUT ?= results/fuzz
+TIME ?= 300
+PYTEST_ARGS ?=
+
+.PHONY: install fuzz test test-fast smoke bench report clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+fuzz: install
+	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+smoke: install
+	$(BIN)/precfuzz smoke --junit results/smoke/junit.xml
+
+bench: install
+	$(BIN)/python -m bench.run
+
+report: install
+	$(BIN)/precfuzz report $(OUT)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

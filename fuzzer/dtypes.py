@@ -1,0 +1,84 @@
+"""Dtype names, numpy mapping, rounding and units in the last place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """Binary floating-point format parameters."""
+
+    name: str
+    mantissa_bits: int  # explicit fraction bits
+    min_exponent: int  # exponent of the smallest normal number
+    max_value: float
+
+
+FLOAT_FORMATS: dict[str, FloatFormat] = {
+    "float16": FloatFormat("float16", 10, -14, 65504.0),
+    "bfloat16": FloatFormat("bfloat16", 7, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
+    "float32": FloatFormat("float32", 23, -126, float(np.finfo(np.float32).max)),
+    "float64": FloatFormat("float64", 52, -1022, float(np.finfo(np.float64).max)),
+}
+FLOAT_DTYPES: tuple[str, ...] = tuple(FLOAT_FORMATS)
+INT_DTYPES: tuple[str, ...] = ("int32", "int64")
+DTYPES: tuple[str, ...] = FLOAT_DTYPES + INT_DTYPES
+LOW_PRECISION: tuple[str, ...] = ("float16", "bfloat16")
+
+_NUMPY = {
+    "float16": np.dtype(np.float16),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32),
+    "float64": np.dtype(np.float64),
+    "int32": np.dtype(np.int32),
+    "int64": np.dtype(np.int64),
+}
+
+
+def is_float(dtype: str) -> bool:
+    """True for floating-point dtype names."""
+    return dtype in FLOAT_FORMATS
+
+
+def check_dtype(dtype: object) -> str:
+    """Return the dtype name or raise ValueError naming the known ones."""
+    if dtype not in _NUMPY:
+        raise ValueError(f"unknown dtype {dtype!r} (known: {', '.join(DTYPES)})")
+    return str(dtype)
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy (or ml_dtypes) dtype for a dtype name."""
+    return _NUMPY[check_dtype(dtype)]
+
+
+def dtype_name(np_dtype: object) -> str:
+    """The dtype name of a numpy/ml_dtypes/torch dtype (torch via its str)."""
+    text = str(np_dtype).replace("torch.", "")
+    if text in _NUMPY:
+        return text
+    return str(np.dtype(np_dtype))  # type: ignore[call-overload]
+
+
+def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
+    """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints)."""
+    arr = np.asarray(values, dtype=np.float64)
+    if not is_float(dtype):
+        return np.asarray(np.trunc(arr), dtype=np.int64) if np.all(np.isfinite(arr)) else arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        return arr.astype(numpy_dtype(dtype)).astype(np.float64)
+
+
+def ulp(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Spacing of `dtype` at each value: 2**(max(floor(log2|x|), emin) - p); subnormal spacing at 0."""
+    fmt = FLOAT_FORMATS[check_dtype(dtype)]
+    mag = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        exp = np.floor(np.log2(np.where(mag > 0, mag, 1.0)))
+    exp = np.where((mag > 0) & np.isfinite(mag), exp, fmt.min_exponent)
+    exp = np.maximum(exp, fmt.min_exponent)
+    return np.ldexp(1.0, (exp - fmt.mantissa_bits).astype(np.int64))

@@ -1,0 +1,45 @@
+"""Executors: one explicit registry of every configuration, instantiated lazily by name."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import Executor, Unsupported
+
+# name -> ("module:Class", constructor kwargs). The one list to touch when adding a configuration.
+REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
+    "reference": ("fuzzer.executors.reference:ReferenceExecutor", {}),
+    "emulated": ("fuzzer.executors.reference:EmulatedExecutor", {}),
+    "torch/eager": ("fuzzer.executors.torch_exec:TorchExecutor", {}),
+    "torch/autocast": ("fuzzer.executors.torch_exec:TorchAutocastExecutor", {}),
+}
+
+ORACLE_EXECUTORS = ("reference", "emulated")
+
+
+def create(name: str) -> Executor:
+    """Instantiate the executor called `name` (KeyError lists the known ones)."""
+    if name not in REGISTRY:
+        raise KeyError(f"unknown executor {name!r} (known: {', '.join(REGISTRY)})")
+    target, kwargs = REGISTRY[name]
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)(**kwargs)
+
+
+def availability() -> dict[str, str | None]:
+    """Every registered executor -> None if available here, else the reason."""
+    return {name: create(name).availability() for name in REGISTRY}
+
+
+def available(names: list[str] | None = None) -> list[str]:
+    """Names of available executors (all registered ones by default), in registry order."""
+    status = availability()
+    chosen = list(REGISTRY) if names is None else names
+    for n in chosen:
+        if n not in REGISTRY:
+            raise KeyError(f"unknown executor {n!r} (known: {', '.join(REGISTRY)})")
+    return [n for n in chosen if status[n] is None]
+
+
+__all__ = ["REGISTRY", "ORACLE_EXECUTORS", "Executor", "Unsupported", "create", "availability", "available"]

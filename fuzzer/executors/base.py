@@ -1,0 +1,105 @@
+"""The executor interface and the one place that turns a backend's exceptions into Outcome values."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+import traceback
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from .. import outcome as oc
+from ..ir import Case, Graph
+
+Inputs = dict[str, np.ndarray]
+
+
+class Unsupported(Exception):
+    """Raised by an executor for a graph its backend cannot express (a limitation, not a finding)."""
+
+
+class Executor(ABC):
+    """Runs graphs on one backend configuration; instantiated inside its isolated worker."""
+
+    name: str = ""
+    group: str = ""  # executors of one group share a worker process (same environment)
+    isolated: bool = True  # False only for the in-process numpy executors (reference, emulated)
+    requires: tuple[str, ...] = ()  # importable modules this executor needs
+
+    def env(self) -> dict[str, str]:
+        """Environment variables of this executor's worker process (on top of the parent's)."""
+        return {}
+
+    def availability(self) -> str | None:
+        """None when usable here, else why not (cheap: no heavy imports)."""
+        missing = [m for m in self.requires if importlib.util.find_spec(m) is None]
+        return f"not installed: {', '.join(missing)}" if missing else None
+
+    def describe(self) -> dict[str, Any]:
+        """Name, versions and settings, recorded with every outcome and finding."""
+        return {"name": self.name, "settings": self.settings(), "versions": self.versions()}
+
+    def settings(self) -> dict[str, Any]:
+        """Settings of this configuration (flags, policies, device)."""
+        return {}
+
+    def versions(self) -> dict[str, str]:
+        """Versions of the backend packages."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        out = {}
+        for pkg in self.packages():
+            try:
+                out[pkg] = version(pkg)
+            except PackageNotFoundError:
+                pass
+        return out
+
+    def packages(self) -> tuple[str, ...]:
+        """Distribution names whose versions matter."""
+        return ()
+
+    @abstractmethod
+    def prepare(self, graph: Graph) -> Any:
+        """Build/compile the graph once; raise Unsupported for what the backend cannot express."""
+
+    @abstractmethod
+    def execute(self, prepared: Any, graph: Graph, inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
+        """Run one input set: (float64 outputs, reported dtypes, extra info)."""
+
+    def classify(self, stage: str, exc: BaseException) -> str:
+        """'unsupported' for backend limitations, else 'error'."""
+        return "unsupported" if isinstance(exc, Unsupported) else "error"
+
+    def repro(self, case: Case, command: str) -> str:
+        """Source of a standalone repro script for this case (imports numpy and the backend only)."""
+        raise NotImplementedError(f"{self.name} has no repro exporter")
+
+    def run_case(self, graph: Graph, input_sets: list[Inputs]) -> list[oc.Outcome]:
+        """Prepare once, run every input set; exceptions become outcomes, never escape."""
+        t0 = time.perf_counter()
+        try:
+            prepared = self.prepare(graph)
+        except Exception as exc:  # noqa: BLE001 - every backend failure is a value
+            return [self._failure("compile", exc, compile_s=time.perf_counter() - t0)] * len(input_sets)
+        compile_s = time.perf_counter() - t0
+        results = []
+        for inputs in input_sets:
+            t1 = time.perf_counter()
+            try:
+                outputs, dtypes, info = self.execute(prepared, graph, inputs)
+                outputs = [np.array(o, dtype=np.float64) for o in outputs]
+                results.append(oc.ok(outputs, dtypes, compile_s=compile_s, run_s=time.perf_counter() - t1, info=info))
+            except Exception as exc:  # noqa: BLE001
+                results.append(self._failure("run", exc, compile_s=compile_s, run_s=time.perf_counter() - t1))
+        return results
+
+    def _failure(self, stage: str, exc: BaseException, **kw: Any) -> oc.Outcome:
+        message = str(exc) or repr(exc)
+        kind = self.classify(stage, exc)
+        if kind == "unsupported":
+            return oc.unsupported(stage, message, error_type=type(exc).__name__, **kw)
+        tb = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+        return oc.error(stage, type(exc).__name__, message, info={"traceback": "".join(tb)[-2000:]}, **kw)

@@ -1,0 +1,113 @@
+"""Pure float64 interpretation of a graph: the exact reference and the ideal rounded ("emulated") execution.
+
+The interpreter is rendered as Python source and executed, so the reference that a repro script pastes
+is byte for byte the one precfuzz judged with.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from functools import lru_cache
+from types import FunctionType
+from typing import Any, Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .dtypes import is_float, round_to
+from .executors.torch_render import ident
+from .ir import Graph, canonical, graph_to_json, infer, op_attrs
+from .ops import OPS
+
+Values = dict[str, np.ndarray]
+PRELUDE = "import math\nfrom typing import Any\n\nimport numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+
+
+def _helpers(fn: FunctionType, seen: dict[str, FunctionType]) -> None:
+    """Collect fn and the module-level functions it calls, transitively."""
+    if fn.__name__ in seen:
+        return
+    seen[fn.__name__] = fn
+    for name in fn.__code__.co_names:
+        obj = fn.__globals__.get(name)
+        if isinstance(obj, FunctionType) and obj.__module__ == fn.__module__:
+            _helpers(obj, seen)
+
+
+def reference_functions(graph: Graph) -> str:
+    """Source of the numpy reference functions the graph's ops need (pasted into repro scripts)."""
+    seen: dict[str, FunctionType] = {}
+    for node in graph.nodes:
+        _helpers(OPS[node.op].reference, seen)  # type: ignore[arg-type]
+    return "\n\n".join(inspect.getsource(fn).rstrip() for fn in seen.values()) + "\n"
+
+
+def render_reference(graph: Graph, name: str = "reference") -> str:
+    """`def reference(inputs, rounded, round_to)` returning every value of the graph in float64.
+
+    rounded=False is the reference: exact math on the (already dtype-rounded) inputs, no rounding
+    anywhere else (only casts to integer truncate). rounded=True is the ideal mixed-precision
+    implementation: each op computes exactly (fp32-or-better accumulation) from its operands cast to
+    its compute dtype, and its result is rounded once to the op's declared output dtype.
+    """
+    typed = infer(graph)
+    lines = [f"def {name}(inputs, rounded, round_to):",
+             "    rnd = round_to if rounded else (lambda v, dtype: v)"]
+    for inp in graph.inputs:
+        lines.append(f"    {ident(inp.name)} = inputs[{inp.name!r}]")
+    for node in graph.nodes:
+        t = typed.nodes[node.id]
+        args = []
+        for operand in node.inputs:
+            if isinstance(operand, str):
+                arg = ident(operand)
+                if t.compute_dtype and typed.values[operand].kind != "scalar":
+                    arg = f"rnd({arg}, {t.compute_dtype!r})"
+                args.append(arg)
+            else:
+                args.append(repr(operand))
+        attrs = op_attrs(node)
+        call_attrs = {k: v for k, v in attrs.items() if k != "dtype"}
+        call = f"{OPS[node.op].reference.__name__}({', '.join(args + [f'{k}={v!r}' for k, v in call_attrs.items()])})"
+        info = t.value
+        if node.op == "astype" and not is_float(info.dtype):
+            call = f"np.trunc({call})"
+        elif info.kind != "scalar":
+            call = f"rnd({call}, {info.dtype!r})"
+        lines.append(f"    {ident(node.id)} = {call}")
+    names = [i.name for i in graph.inputs] + [n.id for n in graph.nodes]
+    lines.append("    return {" + ", ".join(f"{n!r}: {ident(n)}" for n in names) + "}")
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=256)
+def _compiled(key: str) -> Callable[..., Values]:
+    from .ir import graph_from_json
+
+    graph = graph_from_json(__import__("json").loads(key))
+    namespace: dict[str, Any] = {"np": np, "math": math, "sliding_window_view": sliding_window_view}
+    for node in graph.nodes:
+        fn = OPS[node.op].reference
+        seen: dict[str, FunctionType] = {}
+        _helpers(fn, seen)  # type: ignore[arg-type]
+        namespace.update(seen)
+    exec(compile(render_reference(graph), "<precfuzz reference>", "exec"), namespace)  # noqa: S102 - our own render
+    return namespace["reference"]
+
+
+def evaluate(graph: Graph, inputs: Values, rounded: bool) -> Values:
+    """Every value of the graph in float64 (see render_reference for the two modes)."""
+    fn = _compiled(canonical(graph_to_json(graph)))
+    env = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
+    with np.errstate(all="ignore"):
+        values = fn(env, rounded, round_to)
+    typed = infer(graph)
+    return {k: (np.broadcast_to(np.asarray(v, dtype=np.float64), typed.values[k].shape)
+                if typed.values[k].kind != "scalar" else np.asarray(v, dtype=np.float64))
+            for k, v in values.items()}
+
+
+def outputs(graph: Graph, env: Values) -> list[np.ndarray]:
+    """The graph's outputs from an environment of values."""
+    return [env[name] for name in graph.outputs]

@@ -1,0 +1,212 @@
+"""Process isolation in one place: long-lived worker subprocesses, timeouts, crash mapping, restarts."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import outcome as oc
+from .executors import create
+from .ir import Graph, graph_to_json
+
+_HEADER = struct.Struct("<Q")
+
+
+def write_frame(stream: Any, obj: Any) -> None:
+    """Write one length-prefixed pickle frame."""
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream: Any) -> Any:
+    """Read one frame; EOFError when the other side is gone."""
+    head = stream.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(head)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _read_exact(fd: int, size: int, deadline: float) -> bytes:
+    chunks, got = [], 0
+    while got < size:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Deadline
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            raise _Deadline
+        chunk = os.read(fd, min(size - got, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+@dataclass
+class WorkerProcess:
+    """One worker subprocess hosting the executors of one group; restarted after a crash, hang or N calls."""
+
+    group: str
+    env: dict[str, str]
+    max_calls: int = 400
+    log_dir: Path | None = None
+    proc: subprocess.Popen | None = field(default=None, init=False)
+    calls: int = field(default=0, init=False)
+    restarts: int = field(default=0, init=False)
+    _log: Any = field(default=None, init=False)
+
+    def start(self) -> None:
+        """Spawn the worker (a fresh interpreter, never a fork)."""
+        log_dir = self.log_dir or Path(tempfile.gettempdir())
+        log_dir.mkdir(parents=True, exist_ok=True)
+        safe = self.group.replace("/", "_")
+        self._log_path = log_dir / f"worker-{safe}-{os.getpid()}.log"
+        self._log = open(self._log_path, "ab")  # noqa: SIM115 - lives as long as the process
+        env = {**os.environ, **self.env}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fuzzer.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._log, env=env, start_new_session=True,
+        )
+        self.calls = 0
+
+    @property
+    def alive(self) -> bool:
+        """True while the subprocess runs."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def call(self, request: dict[str, Any], timeout: float) -> Any:
+        """Send one request; returns the reply, or a crash/timeout Outcome if the worker died or hung."""
+        if not self.alive or self.calls >= self.max_calls:
+            self.stop()
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.calls += 1
+        t0 = time.monotonic()
+        try:
+            write_frame(self.proc.stdin, request)
+            deadline = t0 + timeout
+            fd = self.proc.stdout.fileno()
+            (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
+            return pickle.loads(_read_exact(fd, size, deadline))
+        except _Deadline:
+            self.kill()
+            return oc.timeout(timeout)
+        except (EOFError, BrokenPipeError, OSError):
+            code = self.proc.wait(timeout=10)
+            self.restarts += 1
+            self.proc = None
+            sig = -code if code < 0 else None
+            return oc.crash(sig, f"worker exited with status {code}: {self.stderr_tail()}")
+
+    def stderr_tail(self, size: int = 1500) -> str:
+        """The end of the worker's stderr log."""
+        try:
+            data = Path(self._log_path).read_bytes()[-size:]
+            return data.decode(errors="replace").strip()
+        except (OSError, AttributeError):
+            return ""
+
+    def kill(self) -> None:
+        """Kill the worker and its children."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+        self.restarts += 1
+
+    def stop(self) -> None:
+        """Ask the worker to exit, then make sure it has."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                write_frame(self.proc.stdin, {"op": "exit"})
+                self.proc.wait(timeout=5)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self.proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class ExecutorPool:
+    """Runs executors by name: isolated ones in their group's worker, the numpy oracles in-process."""
+
+    def __init__(self, names: list[str], timeout: float = 120.0, max_calls: int = 400,
+                 log_dir: Path | None = None) -> None:
+        self.names = list(names)
+        self.timeout = timeout
+        self.executors = {n: create(n) for n in names}
+        self.workers: dict[str, WorkerProcess] = {}
+        for name, ex in self.executors.items():
+            if ex.isolated:
+                key = ex.group + "|" + ",".join(f"{k}={v}" for k, v in sorted(ex.env().items()))
+                if key not in self.workers:
+                    self.workers[key] = WorkerProcess(ex.group, ex.env(), max_calls, log_dir)
+        self._key = {n: next(k for k, w in self.workers.items() if w.group == ex.group and w.env == ex.env())
+                     for n, ex in self.executors.items() if ex.isolated}
+
+    def run(self, name: str, graph: Graph, input_sets: list[dict[str, Any]]) -> list[oc.Outcome]:
+        """Outcomes of executor `name` on every input set (never raises for backend failures)."""
+        ex = self.executors[name]
+        if not ex.isolated:
+            return ex.run_case(graph, input_sets)
+        t0 = time.monotonic()
+        reply = self.workers[self._key[name]].call(
+            {"op": "run", "executor": name, "graph": graph_to_json(graph), "inputs": input_sets}, self.timeout)
+        if isinstance(reply, oc.Outcome):
+            reply.seconds = reply.seconds if reply.seconds is not None else time.monotonic() - t0
+            reply.info.setdefault("executor", name)
+            return [reply] * len(input_sets)
+        return reply
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """The executor's description (versions read in its own worker)."""
+        ex = self.executors[name]
+        if not ex.isolated:
+            return ex.describe()
+        reply = self.workers[self._key[name]].call({"op": "describe", "executor": name}, self.timeout)
+        return reply if isinstance(reply, dict) else {"name": name, "error": reply.summary()}
+
+    def alive(self) -> int:
+        """Number of worker processes currently running."""
+        return sum(1 for w in self.workers.values() if w.alive)
+
+    def restarts(self) -> int:
+        """Worker restarts so far (crashes, hangs, recycling)."""
+        return sum(w.restarts for w in self.workers.values())
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for w in self.workers.values():
+            w.stop()
+
+    def __enter__(self) -> "ExecutorPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+

@@ -1,0 +1,118 @@
+"""Op records shared by the op-family tables: value types, op specs, shape/dtype helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..promotion import Operand, promote_types
+
+
+class IRError(ValueError):
+    """Bad graph input; the message names the node or input at fault."""
+
+
+@dataclass(frozen=True)
+class ValueInfo:
+    """Static type of a graph value: shape, dtype and kind (tensor / zerodim / scalar)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    kind: str = "tensor"
+
+    @property
+    def is_scalar(self) -> bool:
+        """True for Python scalars (not 0-dim tensors)."""
+        return self.kind == "scalar"
+
+    def operand(self) -> Operand:
+        """The promotion view of this value."""
+        return Operand(self.dtype, self.kind)
+
+
+def tensor(shape: tuple[int, ...] | list[int], dtype: str) -> ValueInfo:
+    """A tensor ValueInfo with the right kind for its rank."""
+    shape = tuple(int(s) for s in shape)
+    return ValueInfo(shape, dtype, "tensor" if shape else "zerodim")
+
+
+@dataclass(frozen=True)
+class ChainBreak:
+    """An op whose activation dtype differs from the dtype of its parameters (PyTorch raises)."""
+
+    operand: int  # index of the activation operand
+    activation_dtype: str
+    param_dtype: str
+
+
+@dataclass(frozen=True)
+class Typed:
+    """Result of type inference for one node."""
+
+    value: ValueInfo
+    chain_break: ChainBreak | None = None
+    compute_dtype: str | None = None  # dtype the ideal implementation computes in (inputs cast to it)
+
+
+InferFn = Callable[[list["ValueInfo | None"], dict[str, Any]], Typed]
+RefFn = Callable[..., np.ndarray]  # fn(*operands, **attrs) in float64; pasted into repro scripts
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One op: its operand slots, attribute defaults, type rule and fp64 reference."""
+
+    name: str
+    family: str
+    operands: tuple[str, ...]  # slot names; a trailing '?' marks an optional slot (null in JSON)
+    attrs: dict[str, Any]
+    infer: InferFn
+    reference: RefFn
+    params: tuple[int, ...] = ()  # operand slots holding parameters (weights, biases, running stats)
+    scalars_ok: bool = False  # accepts Python scalars
+    doc: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def required(self) -> int:
+        """Number of mandatory operand slots."""
+        return sum(1 for s in self.operands if not s.endswith("?"))
+
+
+def broadcast_shapes(node_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """numpy/torch broadcasting of shapes, or IRError."""
+    try:
+        return tuple(int(s) for s in np.broadcast_shapes(*node_shapes))
+    except ValueError as exc:
+        raise IRError(f"shapes {', '.join(str(list(s)) for s in node_shapes)} do not broadcast") from exc
+
+
+def require_float(info: ValueInfo, what: str) -> None:
+    """Raise unless `info` is floating point."""
+    if not info.dtype.startswith(("float", "bfloat")):
+        raise IRError(f"{what} must be floating point, got {info.dtype}")
+
+
+def require_rank(info: ValueInfo, ranks: tuple[int, ...], what: str) -> None:
+    """Raise unless `info` has one of the given ranks."""
+    if info.is_scalar or len(info.shape) not in ranks:
+        raise IRError(f"{what} must have rank {' or '.join(map(str, ranks))}, got shape {list(info.shape)}")
+
+
+def norm_dim(dim: int, rank: int, what: str = "dim") -> int:
+    """Normalize a possibly negative dim, or IRError."""
+    if not -rank <= dim < max(rank, 1):
+        raise IRError(f"{what} {dim} out of range for rank {rank}")
+    return dim % max(rank, 1)
+
+
+def param_dtype_rule(activation: ValueInfo, params: list[ValueInfo]) -> tuple[str, ChainBreak | None]:
+    """PyTorch's same-dtype rule for parametrized ops: (output dtype, chain break if the activation differs)."""
+    dtypes = sorted({p.dtype for p in params})
+    if len(dtypes) > 1:
+        raise IRError(f"parameters disagree in dtype ({', '.join(dtypes)})")
+    if not params or activation.dtype == params[0].dtype:
+        return activation.dtype, None
+    return params[0].dtype, ChainBreak(0, activation.dtype, params[0].dtype)

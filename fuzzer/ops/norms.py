@@ -1,0 +1,160 @@
+"""Normalizations: layer_norm, rms_norm, group_norm, batch_norm (inference), instance_norm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import LOW_PRECISION
+from ..promotion import promote_types
+from .base import IRError, OpSpec, Typed, ValueInfo, param_dtype_rule, require_float, tensor
+
+
+def _eps(attrs: dict[str, Any]) -> float:
+    eps = attrs.get("eps")
+    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or eps < 0:
+        raise IRError(f"eps must be a non-negative number, got {eps!r}")
+    return float(eps)
+
+
+def _mixed_ok(x: ValueInfo, params: list[ValueInfo]) -> bool:
+    """PyTorch's CPU kernels accept reduced-precision activations with float32 parameters ("mixed type")."""
+    return x.dtype in LOW_PRECISION and bool(params) and all(p.dtype == "float32" for p in params)
+
+
+def _norm_dtype(x: ValueInfo, params: list[ValueInfo]) -> Typed:
+    if _mixed_ok(x, params):
+        return Typed(tensor(x.shape, x.dtype), compute_dtype="float32")
+    dtype, brk = param_dtype_rule(x, params)
+    return Typed(tensor(x.shape, dtype), brk, compute_dtype=dtype if brk else None)
+
+
+def _check_param(p: ValueInfo | None, shape: tuple[int, ...], what: str) -> None:
+    if p is not None and (p.is_scalar or p.shape != shape):
+        raise IRError(f"{what} must have shape {list(shape)}, got {list(p.shape)}")
+    if p is not None:
+        require_float(p, what)
+
+
+def _tensor_input(x: ValueInfo | None, rank_min: int) -> ValueInfo:
+    assert x is not None
+    if x.is_scalar or len(x.shape) < rank_min:
+        raise IRError(f"input must be a tensor of rank >= {rank_min}, got shape {list(x.shape)}")
+    require_float(x, "input")
+    return x
+
+
+def _infer_layer_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    x = _tensor_input(ops[0], 1)
+    shape = tuple(int(s) for s in attrs.get("normalized_shape") or ())
+    if not shape or x.shape[-len(shape):] != shape:
+        raise IRError(f"normalized_shape {list(shape)} does not match the trailing dims of {list(x.shape)}")
+    _eps(attrs)
+    for p, what in zip(ops[1:], ("weight", "bias")):
+        _check_param(p, shape, what)
+    return _norm_dtype(x, [p for p in ops[1:] if p is not None])
+
+
+def _infer_rms_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    x = _tensor_input(ops[0], 1)
+    shape = tuple(int(s) for s in attrs.get("normalized_shape") or ())
+    if not shape or x.shape[-len(shape):] != shape:
+        raise IRError(f"normalized_shape {list(shape)} does not match the trailing dims of {list(x.shape)}")
+    _eps(attrs)
+    w = ops[1]
+    _check_param(w, shape, "weight")
+    # The composite rms_norm casts back to the input dtype, then multiplies by the weight: plain promotion.
+    dtype = x.dtype if w is None else promote_types(x.dtype, w.dtype)
+    return Typed(tensor(x.shape, dtype))
+
+
+def _channel_params(ops: list[ValueInfo | None], channels: int, names: tuple[str, ...]) -> list[ValueInfo]:
+    for p, what in zip(ops, names):
+        _check_param(p, (channels,), what)
+    return [p for p in ops if p is not None]
+
+
+def _infer_group_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    x = _tensor_input(ops[0], 2)
+    groups = attrs.get("num_groups")
+    if not isinstance(groups, int) or groups < 1 or x.shape[1] % groups:
+        raise IRError(f"num_groups {groups!r} must divide the {x.shape[1]} channels")
+    _eps(attrs)
+    return _norm_dtype(x, _channel_params(ops[1:], x.shape[1], ("weight", "bias")))
+
+
+def _infer_batch_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    x = _tensor_input(ops[0], 2)
+    _eps(attrs)
+    params = _channel_params(ops[1:], x.shape[1], ("running_mean", "running_var", "weight", "bias"))
+    return _norm_dtype(x, params)
+
+
+def _infer_instance_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    x = _tensor_input(ops[0], 3)
+    _eps(attrs)
+    return _norm_dtype(x, _channel_params(ops[1:], x.shape[1], ("weight", "bias")))
+
+
+def _affine(y: np.ndarray, weight: Any, bias: Any, axis_shape: tuple[int, ...]) -> np.ndarray:
+    if weight is not None:
+        y = y * np.reshape(weight, axis_shape)
+    if bias is not None:
+        y = y + np.reshape(bias, axis_shape)
+    return y
+
+
+def layer_norm(x, weight=None, bias=None, normalized_shape=(), eps=1e-5, **_: Any) -> np.ndarray:
+    """(x - mean) / sqrt(var + eps) over the trailing normalized_shape, then affine."""
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    v = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    return _affine((x - mu) / np.sqrt(v + eps), weight, bias, tuple(normalized_shape))
+
+
+def rms_norm(x, weight=None, normalized_shape=(), eps=1e-6, **_: Any) -> np.ndarray:
+    """x / sqrt(mean(x**2) + eps) over the trailing normalized_shape, times weight."""
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    y = x / np.sqrt((x**2).mean(axis=axes, keepdims=True) + eps)
+    return _affine(y, weight, None, tuple(normalized_shape))
+
+
+def group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5, **_: Any) -> np.ndarray:
+    """Normalize over (channels in a group, spatial dims), then per-channel affine."""
+    n, c = x.shape[:2]
+    g = x.reshape(n, num_groups, -1)
+    mu = g.mean(axis=-1, keepdims=True)
+    v = ((g - mu) ** 2).mean(axis=-1, keepdims=True)
+    y = ((g - mu) / np.sqrt(v + eps)).reshape(x.shape)
+    return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
+
+
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
+    """Inference batch norm with running statistics."""
+    shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+    y = (x - np.reshape(running_mean, shape)) / np.sqrt(np.reshape(running_var, shape) + eps)
+    return _affine(y, weight, bias, shape)
+
+
+def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
+    """Normalize each (sample, channel) over its spatial dims, then per-channel affine."""
+    axes = tuple(range(2, x.ndim))
+    mu = x.mean(axis=axes, keepdims=True)
+    v = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    return _affine((x - mu) / np.sqrt(v + eps), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
+
+
+OPS: list[OpSpec] = [
+    OpSpec("layer_norm", "norm", ("x", "weight?", "bias?"), {"normalized_shape": None, "eps": 1e-5},
+           _infer_layer_norm, layer_norm, params=(1, 2)),
+    OpSpec("rms_norm", "norm", ("x", "weight?"), {"normalized_shape": None, "eps": 1e-6},
+           _infer_rms_norm, rms_norm, params=(1,)),
+    OpSpec("group_norm", "norm", ("x", "weight?", "bias?"), {"num_groups": 1, "eps": 1e-5},
+           _infer_group_norm, group_norm, params=(1, 2)),
+    OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5},
+           _infer_batch_norm, batch_norm, params=(1, 2, 3, 4)),
+    OpSpec("instance_norm", "norm", ("x", "weight?", "bias?"), {"eps": 1e-5},
+           _infer_instance_norm, instance_norm, params=(1, 2)),
+]
+

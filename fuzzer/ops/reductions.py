@@ -1,0 +1,94 @@
+"""Reductions and softmax: sum, mean, var, softmax, log_softmax."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import is_float
+from .base import IRError, OpSpec, Typed, ValueInfo, norm_dim, require_float, tensor
+
+
+def _dims(a: ValueInfo, attrs: dict[str, Any]) -> tuple[int, ...]:
+    dims = attrs.get("dims")
+    rank = len(a.shape)
+    if dims is None:
+        return tuple(range(rank))
+    if not isinstance(dims, (list, tuple)) or not dims:
+        raise IRError(f"dims must be a non-empty list or null, got {dims!r}")
+    out = tuple(sorted({norm_dim(int(d), rank) for d in dims}))
+    return out
+
+
+def _infer_reduce(kind: str):
+    def infer(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+        (a,) = ops
+        assert a is not None
+        if a.is_scalar or not a.shape:
+            raise IRError(f"{kind} needs a tensor of rank >= 1, got shape {list(a.shape)}")
+        if kind != "sum":
+            require_float(a, "input")
+        dims = _dims(a, attrs)
+        keep = bool(attrs.get("keepdim", False))
+        shape = tuple((1 if i in dims else s) for i, s in enumerate(a.shape) if keep or i not in dims)
+        dtype = a.dtype if is_float(a.dtype) else "int64"
+        count = int(np.prod([a.shape[d] for d in dims]))
+        if kind == "var" and count <= int(attrs.get("correction", 1)):
+            raise IRError(f"var over {count} element(s) with correction {attrs.get('correction', 1)} is undefined")
+        return Typed(tensor(shape, dtype))
+
+    return infer
+
+
+def _infer_softmax(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    (a,) = ops
+    assert a is not None
+    if a.is_scalar or not a.shape:
+        raise IRError(f"softmax needs a tensor of rank >= 1, got shape {list(a.shape)}")
+    require_float(a, "input")
+    norm_dim(int(attrs.get("dim", -1)), len(a.shape))
+    return Typed(tensor(a.shape, a.dtype))
+
+
+def _axis(a: np.ndarray, dims: Any) -> tuple[int, ...] | None:
+    return None if dims is None else tuple(int(d) % a.ndim for d in dims)
+
+
+def sum(a, dims=None, keepdim=False, **_: Any) -> np.ndarray:  # noqa: A001 - op name
+    """Sum over dims."""
+    return np.sum(a, axis=_axis(a, dims), keepdims=keepdim)
+
+
+def mean(a, dims=None, keepdim=False, **_: Any) -> np.ndarray:
+    """Mean over dims."""
+    return np.mean(a, axis=_axis(a, dims), keepdims=keepdim)
+
+
+def var(a, dims=None, keepdim=False, correction=1, **_: Any) -> np.ndarray:
+    """Variance over dims with Bessel-style correction."""
+    return np.var(a, axis=_axis(a, dims), keepdims=keepdim, ddof=int(correction))
+
+
+def softmax(a, dim=-1, **_: Any) -> np.ndarray:
+    """Softmax along dim (max-subtracted)."""
+    m = np.max(a, axis=dim, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(a - m)
+        return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def log_softmax(a, dim=-1, **_: Any) -> np.ndarray:
+    """Log-softmax along dim."""
+    m = np.max(a, axis=dim, keepdims=True)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return a - m - np.log(np.sum(np.exp(a - m), axis=dim, keepdims=True))
+
+
+OPS: list[OpSpec] = [
+    OpSpec("sum", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("sum"), sum),
+    OpSpec("mean", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("mean"), mean),
+    OpSpec("var", "reduction", ("a",), {"dims": None, "keepdim": False, "correction": 1}, _infer_reduce("var"), var),
+    OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax),
+    OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax),
+]

@@ -1,0 +1,87 @@
+"""Outcome: what one executor did with one input set of a case, as a value (never an exception)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+STATUSES = ("ok", "unsupported", "error", "crash", "timeout")
+
+
+@dataclass
+class Outcome:
+    """ok(outputs, dtypes) / unsupported(stage, message) / error(stage, type, message) / crash(signal) / timeout(seconds)."""
+
+    status: str
+    outputs: list[np.ndarray] | None = None  # float64 copies of the outputs (values exactly as the backend produced)
+    dtypes: list[str] | None = None  # dtypes the backend reports for the outputs
+    stage: str | None = None  # prepare | compile | run | transfer
+    error_type: str | None = None
+    message: str | None = None
+    signal: int | None = None
+    seconds: float | None = None
+    compile_s: float = 0.0
+    run_s: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """True for an ok outcome."""
+        return self.status == "ok"
+
+    def summary(self) -> str:
+        """One line for tables and logs."""
+        if self.status == "ok":
+            return f"ok {','.join(self.dtypes or [])}"
+        if self.status in ("error", "unsupported"):
+            return f"{self.status} at {self.stage}: {self.error_type or ''} {first_line(self.message)}".strip()
+        if self.status == "crash":
+            return f"crash (signal {self.signal})"
+        return f"timeout after {self.seconds:.0f}s"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form without the output arrays."""
+        out = {k: v for k, v in {
+            "status": self.status, "dtypes": self.dtypes, "stage": self.stage, "error_type": self.error_type,
+            "message": self.message, "signal": self.signal, "seconds": self.seconds,
+        }.items() if v is not None}
+        out.update(compile_s=round(self.compile_s, 4), run_s=round(self.run_s, 4))
+        if self.info:
+            out["info"] = self.info
+        return out
+
+
+def first_line(text: str | None, limit: int = 160) -> str:
+    """First non-empty line of a message, shortened."""
+    for line in (text or "").splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= limit else line[: limit - 3] + "..."
+    return ""
+
+
+def ok(outputs: list[np.ndarray], dtypes: list[str], **kw: Any) -> Outcome:
+    """An ok outcome."""
+    return Outcome("ok", outputs=outputs, dtypes=dtypes, **kw)
+
+
+def unsupported(stage: str, message: str, **kw: Any) -> Outcome:
+    """The backend cannot run this graph (a limitation, not a bug)."""
+    return Outcome("unsupported", stage=stage, message=message, **kw)
+
+
+def error(stage: str, error_type: str, message: str, **kw: Any) -> Outcome:
+    """The backend raised."""
+    return Outcome("error", stage=stage, error_type=error_type, message=message, **kw)
+
+
+def crash(signal: int | None, message: str = "", **kw: Any) -> Outcome:
+    """The worker process died (signal number, or None for a plain non-zero exit)."""
+    return Outcome("crash", signal=signal, message=message, **kw)
+
+
+def timeout(seconds: float, **kw: Any) -> Outcome:
+    """The backend did not answer in time."""
+    return Outcome("timeout", seconds=seconds, **kw)
