@@ -73,12 +73,3 @@ def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
         return arr.astype(numpy_dtype(dtype)).astype(np.float64)
 
 
-def ulp(values: np.ndarray, dtype: str) -> np.ndarray:
-    """Spacing of `dtype` at each value: 2**(max(floor(log2|x|), emin) - p); subnormal spacing at 0."""
-    fmt = FLOAT_FORMATS[check_dtype(dtype)]
-    mag = np.abs(np.asarray(values, dtype=np.float64))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        exp = np.floor(np.log2(np.where(mag > 0, mag, 1.0)))
-    exp = np.where((mag > 0) & np.isfinite(mag), exp, fmt.min_exponent)
-    exp = np.maximum(exp, fmt.min_exponent)
-    return np.ldexp(1.0, (exp - fmt.mantissa_bits).astype(np.int64))

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import outcome as oc
-from ..ir import Case, Graph
+from ..ir import Graph
 
 Inputs = dict[str, np.ndarray]
 
@@ -73,8 +73,12 @@ class Executor(ABC):
         """'unsupported' for backend limitations, else 'error'."""
         return "unsupported" if isinstance(exc, Unsupported) else "error"
 
-    def repro(self, case: Case, command: str) -> str:
-        """Source of a standalone repro script for this case (imports numpy and the backend only)."""
+    def policy_graph(self, graph: Graph) -> Graph:
+        """The graph whose declared dtypes this configuration promises (a precision policy is a rewrite)."""
+        return graph
+
+    def repro_parts(self, graph: Graph) -> Any:
+        """The backend pieces of a standalone repro script (a fuzzer.export.ReproParts)."""
         raise NotImplementedError(f"{self.name} has no repro exporter")
 
     def run_case(self, graph: Graph, input_sets: list[Inputs]) -> list[oc.Outcome]:

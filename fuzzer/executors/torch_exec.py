@@ -73,6 +73,46 @@ class TorchExecutor(Executor):
         return arrays, [str(o.dtype).replace("torch.", "") for o in outs], {}
 
 
+    # ---- repro script
+    ROUND_TO = '''
+        def round_to(values, dtype):
+            """Round float64 values to `dtype` the way torch does; back as float64."""
+            if dtype.startswith("int"):
+                return np.trunc(values)
+            return torch.from_numpy(np.asarray(values, dtype=np.float64)).to(getattr(torch, dtype)).double().numpy()
+        '''
+
+    def repro_imports(self) -> str:
+        """Import lines of the script."""
+        return "import torch\nimport torch.nn.functional as F\n"
+
+    def repro_setup(self) -> str:
+        """Lines that create `device` (and anything else run_backend needs)."""
+        return 'device = "cpu"\n'
+
+    def repro_call(self) -> str:
+        """Lines of run_backend that call graph(*args) into `outs`, indented 4."""
+        return "    with torch.no_grad():\n        outs = graph(*args)\n"
+
+    def repro_parts(self, graph: Graph) -> Any:
+        from ..export import ReproParts
+
+        policy = self.policy_graph(graph)
+        make = []
+        for inp in graph.inputs:
+            if inp.kind == "scalar":
+                make.append(f"{'float' if is_float(inp.dtype) else 'int'}(inputs[{inp.name!r}])")
+            else:
+                make.append(f"torch.from_numpy(inputs[{inp.name!r}]).to(torch.{self.input_dtype(inp)}).to(device)")
+        body = (self.repro_setup() + "\n\n" + render_function(graph) + "\n\n"
+                "def run_backend(inputs):\n"
+                "    args = [\n" + "".join(f"        {m},\n" for m in make) + "    ]\n"
+                + self.repro_call()
+                + "    return ([o.detach().to('cpu').double().numpy() for o in outs],\n"
+                "            [str(o.dtype).replace('torch.', '') for o in outs])\n")
+        return ReproParts(self.repro_imports(), self.ROUND_TO, body, policy, self.describe(), self.env() or None)
+
+
 class TorchAutocastExecutor(TorchExecutor):
     """CPU under torch.autocast('cpu', dtype=torch.bfloat16)."""
 
@@ -83,5 +123,9 @@ class TorchAutocastExecutor(TorchExecutor):
         import torch
 
         return torch.autocast("cpu", dtype=torch.bfloat16)
+
+    def repro_call(self) -> str:
+        return ("    with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):\n"
+                "        outs = graph(*args)\n")
 
 

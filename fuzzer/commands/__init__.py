@@ -1,0 +1,1 @@
+"""precfuzz subcommands, one module each."""

@@ -1,0 +1,146 @@
+"""Standalone repro scripts: inputs regenerated deterministically, the fp64 reference pasted, the backend's own code.
+
+A script imports numpy and the backend's packages only (never precfuzz), prints expected vs actual, and
+exits 1 while the bug is there, 0 once fixed. The backend part comes from the executor (`repro_parts`),
+the rest is shared here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .dtypes import FLOAT_FORMATS, is_float
+from .interpret import PRELUDE, reference_functions, render_reference
+from .ir import Case, Graph
+from .values import expression
+from oracles import bounds
+
+
+@dataclass(frozen=True)
+class ReproParts:
+    """The backend-specific pieces of a repro script."""
+
+    imports: str  # import lines of the backend
+    round_to: str  # source of `def round_to(values, dtype)` returning float64 values rounded as the backend rounds
+    body: str  # source defining `def run_backend(inputs) -> (list of float64 arrays, list of dtype names)`
+    graph: Graph  # the graph whose declared dtypes the backend promises (the policy graph)
+    describe: dict[str, Any]  # executor name, settings, versions
+    env: dict[str, str] | None = None  # environment the script must set before importing the backend
+
+
+def _literal(value: float) -> str:
+    return repr(float(value)) if math.isfinite(value) else f"float({str(value)!r})"
+
+
+def inputs_code(case: Case, set_index: int) -> str:
+    """`def make_inputs()`: each input's raw float64 values, from the same numpy expression precfuzz used."""
+    overrides = case.input_sets[set_index] if case.input_sets else {}
+    lines = ["def make_inputs():", '    """Raw float64 input values; round_to() turns them into the declared dtypes."""',
+             "    inputs = {}"]
+    for inp in case.graph.inputs:
+        spec = overrides.get(inp.name, inp.init)
+        shape = tuple(inp.shape)
+        if "values" in spec:
+            expr = f"np.broadcast_to(np.array({np.asarray(spec['values'], dtype=np.float64).tolist()!r}), {shape!r})"
+        else:
+            lines.append(f"    rng = np.random.default_rng({int(spec.get('seed', 0))})")
+            expr = expression(spec)
+        if inp.kind == "tensor" and is_float(inp.dtype):
+            top = FLOAT_FORMATS[inp.dtype].max_value
+            expr = f"np.clip({expr}, {-top!r}, {top!r})"
+        lines.append(f"    shape = {shape!r}")
+        lines.append(f"    inputs[{inp.name!r}] = np.asarray({expr}, dtype=np.float64).reshape(shape)")
+    lines.append("    return inputs")
+    return "\n".join(lines) + "\n"
+
+
+CHECK = '''
+def main():
+    raw = make_inputs()
+    inputs = {{name: round_to(value, INPUT_DTYPES[name]) for name, value in raw.items()}}
+    expected = reference(inputs, False, round_to)
+    ideal = reference(inputs, True, round_to)
+    try:
+        actual, dtypes = run_backend(inputs)
+    except Exception as exc:  # the bug may be that the backend raises
+        print(f"{{BACKEND}} raised {{type(exc).__name__}}: {{exc}}", flush=True)
+        print("expected: it runs and returns", ", ".join(f"{{k}}: {{v}}" for k, v in OUTPUT_DTYPES.items()), flush=True)
+        return 1
+    failed = False
+    for name, out, dtype in zip(OUTPUTS, actual, dtypes):
+        want = np.asarray(expected[name], dtype=np.float64)
+        limit = allowed_error(want, ideal[name], OUTPUT_DTYPES[name], {multiplier!r}, {slack!r})
+        err = np.abs(np.asarray(out, dtype=np.float64) - want)
+        print(f"{{name}}: dtype {{dtype}} (declared {{OUTPUT_DTYPES[name]}}), shape {{list(np.shape(out))}}", flush=True)
+        print("  expected (fp64 reference):", want.ravel()[:4], flush=True)
+        print("  actual:                   ", np.asarray(out).ravel()[:4], flush=True)
+        with np.errstate(invalid="ignore"):
+            ulps = np.nanmax(err / ulp(want, OUTPUT_DTYPES[name])) if err.size else 0.0
+        print(f"  max abs error {{np.nanmax(err) if err.size else 0.0:.6g}} = {{ulps:.1f}} ULP of {{OUTPUT_DTYPES[name]}}; "
+              f"allowed {{float(limit.ravel()[np.nanargmax(err.ravel())]) if err.size else 0.0:.6g}} there", flush=True)
+        bad_finite = np.isfinite(want) & np.isfinite(ideal[name]) & ~np.isfinite(out)
+        if dtype != OUTPUT_DTYPES[name]:
+            print(f"  FAIL: output dtype {{dtype}}, declared {{OUTPUT_DTYPES[name]}}", flush=True)
+            failed = True
+        if np.any(bad_finite) or np.any(~np.isfinite(want) & np.isfinite(out)):
+            print("  FAIL: non-finite values where the reference is finite (or the reverse)", flush=True)
+            failed = True
+        if np.any(np.isfinite(out) & np.isfinite(want) & np.isfinite(ideal[name]) & (err > limit)):
+            print("  FAIL: error exceeds {multiplier:g} x the ideal rounded implementation's error + {slack:g} ULP", flush=True)
+            failed = True
+    print("BUG REPRODUCED" if failed else "OK: matches the fp64 reference within the bound", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 0, title: str = "") -> str:
+    """The whole standalone script."""
+    graph = parts.graph
+    desc = parts.describe
+    versions = ", ".join(f"{k}=={v}" for k, v in sorted(desc.get("versions", {}).items())) or "unknown"
+    settings = ", ".join(f"{k}={v}" for k, v in sorted(desc.get("settings", {}).items())) or "none"
+    from .ir import infer
+
+    typed = infer(graph)
+    out_dtypes = {o: typed.values[o].dtype for o in graph.outputs}
+    in_dtypes = {i.name: (i.dtype if i.kind == "tensor" else "float64") for i in graph.inputs}
+    env_lines = "".join(f"os.environ.setdefault({k!r}, {v!r})\n" for k, v in (parts.env or {}).items())
+    head = f'''#!/usr/bin/env python3
+"""{title or f"precfuzz repro: {desc.get('name')}"}
+
+Executor: {desc.get('name')} ({settings})
+Versions: {versions}
+Generated by precfuzz {__version__}: {command}
+Case: {case.id} (input set {set_index})
+
+Exits 1 while the bug is there, 0 once fixed. Needs only numpy and the backend's packages.
+"""
+import os
+import sys
+{env_lines}'''
+    parts_src = [
+        head,
+        PRELUDE,
+        parts.imports.strip() + "\n",
+        f"\nBACKEND = {desc.get('name')!r}\nOUTPUTS = {list(graph.outputs)!r}\n"
+        f"INPUT_DTYPES = {in_dtypes!r}\nOUTPUT_DTYPES = {out_dtypes!r}\n",
+        "\n# ---- inputs, regenerated deterministically\n\n" + inputs_code(case, set_index),
+        "\n\n" + textwrap.dedent(parts.round_to).strip() + "\n",
+        "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n" + reference_functions(graph).replace("\n\ndef ", "\n\n\ndef "),
+        "\n\n" + render_reference(graph),
+        "\n\n# ---- the error bound (precfuzz oracles/bounds.py)\n\n" + inspect.getsource(bounds.ulp) + "\n\n" + inspect.getsource(bounds.allowed_error),
+        "\n\n# ---- the backend under test\n\n" + textwrap.dedent(parts.body).strip() + "\n",
+        "\n" + CHECK.format(multiplier=bounds.MULTIPLIER, slack=bounds.SLACK_ULPS),
+    ]
+    return "".join(parts_src)

@@ -1,0 +1,1 @@
+"""Oracles: error bounds, status and dtype outcomes, and the finding records they produce."""
