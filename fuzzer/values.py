@@ -20,6 +20,7 @@ DISTRIBUTIONS: dict[str, tuple[str, dict[str, float]]] = {
     "wide": ("rng.choice([-1.0, 1.0], size=shape) * 10.0 ** rng.uniform({lo!r}, {hi!r}, size=shape)", {"lo": -6.0, "hi": 4.0}),
     "linspace": ("np.linspace({start!r}, {stop!r}, math.prod(shape)).reshape(shape)", {"start": -1.0, "stop": 1.0}),
     "randint": ("rng.integers({low!r}, {high!r}, size=shape).astype(np.float64)", {"low": 0, "high": 1000}),
+    "loguniform": ("10.0 ** rng.uniform({lo!r}, {hi!r}, size=shape)", {"lo": -3.0, "hi": 3.0}),
 }
 
 

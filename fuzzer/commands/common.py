@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..executors import ORACLE_EXECUTORS, REGISTRY, availability
+from ..executors import HIDDEN, ORACLE_EXECUTORS, REGISTRY, availability
 from ..ir import Case, IRError, load_case
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2
@@ -24,7 +24,7 @@ def select_executors(spec: str | None) -> list[str]:
     """Executors under test from a comma list (default: every available one, oracles excluded)."""
     status = availability()
     if not spec:
-        return [n for n, why in status.items() if why is None and n not in ORACLE_EXECUTORS]
+        return [n for n, why in status.items() if why is None and n not in ORACLE_EXECUTORS and n not in HIDDEN]
     names = [s.strip() for s in spec.split(",") if s.strip()]
     chosen = []
     for n in names:

@@ -13,9 +13,11 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "emulated": ("fuzzer.executors.reference:EmulatedExecutor", {}),
     "torch/eager": ("fuzzer.executors.torch_exec:TorchExecutor", {}),
     "torch/autocast": ("fuzzer.executors.torch_exec:TorchAutocastExecutor", {}),
+    "debug/faults": ("fuzzer.executors.faults:FaultExecutor", {}),
 }
 
 ORACLE_EXECUTORS = ("reference", "emulated")
+HIDDEN = ("debug/faults",)  # never selected by default; name them explicitly
 
 
 def create(name: str) -> Executor:
@@ -42,4 +44,4 @@ def available(names: list[str] | None = None) -> list[str]:
     return [n for n in chosen if status[n] is None]
 
 
-__all__ = ["REGISTRY", "ORACLE_EXECUTORS", "Executor", "Unsupported", "create", "availability", "available"]
+__all__ = ["REGISTRY", "ORACLE_EXECUTORS", "HIDDEN", "Executor", "Unsupported", "create", "availability", "available"]

@@ -60,7 +60,8 @@ class TorchExecutor(Executor):
         if inp.kind == "scalar":
             return float(value) if is_float(inp.dtype) else int(value)
         dtype = getattr(torch, self.input_dtype(inp))
-        return torch.from_numpy(np.ascontiguousarray(value)).to(dtype).to(self.device())
+        # np.ascontiguousarray would turn a 0-dim array into shape [1] and change PyTorch's promotion
+        return torch.from_numpy(np.array(value, dtype=np.float64, copy=True)).to(dtype).to(self.device())
 
     def execute(self, prepared: Any, graph: Graph, inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
         import torch

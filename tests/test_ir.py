@@ -1,0 +1,75 @@
+"""IR: JSON round trip, content hash, validation errors that name the culprit, CLI exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fuzzer.ir import IRError, case_from_json, case_to_json, infer, load_case, save_case
+from fuzzer.ops import OPS
+from op_examples import example
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_every_op_example_round_trips_through_json(op: str, tmp_path) -> None:
+    case = example(op)
+    path = save_case(case, tmp_path / "c.json")
+    again = load_case(path)
+    assert again == case and again.id == case.id
+    assert path.read_bytes() == save_case(again, tmp_path / "d.json").read_bytes()
+
+
+def test_id_ignores_meta_but_not_values() -> None:
+    case = example("add")
+    body = case_to_json(case)
+    body["meta"] = {"note": "x"}
+    assert case_from_json(body).id == case.id
+    body["inputs"][0]["init"] = {"dist": "constant", "value": 2.0}
+    assert case_from_json(body).id != case.id
+
+
+def _broken(mutate) -> dict:
+    body = case_to_json(example("layer_norm"))
+    mutate(body)
+    return body
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda b: b["nodes"][0].update(op="frobnicate"), "node 'out' (frobnicate): unknown op"),
+    (lambda b: b["nodes"][0]["attrs"].update(normalized_shape=[7]), "node 'out' (layer_norm): normalized_shape [7]"),
+    (lambda b: b["nodes"][0].update(inputs=["x", "nope"]), "operand 'nope' is not defined"),
+    (lambda b: b["inputs"][0].update(dtype="float8"), "input 'x': unknown dtype 'float8'"),
+    (lambda b: b["inputs"][1].update(dtype="bfloat16"), "parameters disagree in dtype"),
+    (lambda b: b["nodes"][0]["attrs"].update(bogus=1), "unknown attribute(s) bogus"),
+    (lambda b: b.update(outputs=["zz"]), "output 'zz' is not a value"),
+    (lambda b: b["inputs"][0].update(init={"dist": "cauchy"}), "unknown distribution 'cauchy'"),
+])
+def test_bad_graphs_give_one_line_errors_naming_the_culprit(mutate, needle: str) -> None:
+    with pytest.raises(IRError) as info:
+        case_from_json(_broken(mutate))
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+def test_seed_cases_type_check(seeds_dir) -> None:
+    tvm = infer(load_case(seeds_dir / "tvm-decompose-layernorm-fp16.json").graph)
+    assert tvm.values["y"].dtype == "float16" and not tvm.chain_breaks()
+    xla = infer(load_case(seeds_dir / "xla-bf16-schedule-upcast.json").graph)
+    assert xla.values["noisy"].dtype == "float32"
+    brk = xla.chain_breaks()["out"]
+    assert (brk.activation_dtype, brk.param_dtype) == ("float32", "bfloat16")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("{not json", "malformed JSON at line 1"),
+    ('{"inputs": [], "nodes": [{"id": "a", "op": "exp", "inputs": ["q"]}], "outputs": ["a"]}', "node 'a' (exp)"),
+])
+def test_check_cli_exits_2_with_one_line_error(tmp_path, text: str, needle: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "fuzzer.cli", "check", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,44 @@
+"""The numpy fp64 reference of every op agrees with PyTorch in float64; the emulated ideal rounds per op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fuzzer.dtypes import round_to
+from fuzzer.executors import create
+from fuzzer.interpret import evaluate
+from fuzzer.ir import Case, Graph, Input, Node, input_values
+from fuzzer.ops import OPS
+from op_examples import example
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_reference_matches_torch_float64(op: str) -> None:
+    case = example(op, "float64")
+    inputs = input_values(case, 0)
+    ref = evaluate(case.graph, inputs, rounded=False)["out"]
+    (torch_out,), dtypes, _ = create("torch/eager").execute(create("torch/eager").prepare(case.graph), case.graph, inputs)
+    if op == "astype":
+        ref = round_to(ref, "float16")  # torch really casts; the reference keeps the exact value
+    np.testing.assert_allclose(torch_out, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_emulated_rounds_each_op_and_reference_does_not() -> None:
+    x = Input("x", (4,), "float16", init={"values": [1.0, 2.0, 3.0, 2049.0]})
+    graph = Graph((x,), (Node("a", "add", ("x", 0.25)), Node("b", "sub", ("a", "x"))), ("b",))
+    inputs = input_values(Case(graph), 0)
+    assert evaluate(graph, inputs, rounded=False)["b"].tolist() == [0.25] * 4
+    # 2049 is not representable in fp16 (rounds to 2048); 2048.25 rounds to 2048 again
+    assert inputs["x"].tolist() == [1.0, 2.0, 3.0, 2048.0]
+    assert evaluate(graph, inputs, rounded=True)["b"].tolist() == [0.25, 0.25, 0.25, 0.0]
+
+
+def test_layer_norm_seed_reference_values(seeds_dir) -> None:
+    from fuzzer.ir import load_case
+
+    case = load_case(seeds_dir / "tvm-decompose-layernorm-fp16.json")
+    inputs = input_values(case, 0)
+    ref = evaluate(case.graph, inputs, rounded=False)["y"]
+    np.testing.assert_allclose(np.abs(ref), 0.25 / np.sqrt(0.0625 + 1e-5))
+    assert set(np.abs(evaluate(case.graph, inputs, rounded=True)["y"]).ravel()) == {1.0}
