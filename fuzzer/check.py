@@ -61,6 +61,13 @@ def _policy_inputs(policy: Graph, inputs: dict[str, np.ndarray]) -> dict[str, np
     return out
 
 
+def _ideals(policy: Graph, inputs: dict[str, np.ndarray]) -> dict[str, list[np.ndarray]]:
+    """Per value, the two ideal implementations: exact math rounded per op, and float32 arithmetic rounded per op."""
+    exact = evaluate(policy, inputs, rounded=True)
+    fp32 = evaluate(policy, inputs, rounded=True, arithmetic="float32")
+    return {k: [exact[k], fp32[k]] for k in exact}
+
+
 class Checker:
     """Runs cases on a pool of executors and applies the oracles; reuse it across cases (warm workers)."""
 
@@ -96,7 +103,7 @@ class Checker:
             policy = self.pool.executors[name].policy_graph(graph)
             key = canonical(graph_to_json(policy))
             if key not in ideal_cache:
-                ideal_cache[key] = [evaluate(policy, _policy_inputs(policy, s), rounded=True) for s in sets]
+                ideal_cache[key] = [_ideals(policy, _policy_inputs(policy, s)) for s in sets]
             policies[name] = infer(policy)
             judgements[name] = judge_outputs(graph, policies[name], outcomes[name], expected, ideal_cache[key])
             for f in bound_findings(name, graph, policies[name], judgements[name]):
@@ -111,7 +118,7 @@ class Checker:
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s)
 
     def _localize(self, finding: Finding, name: str, graph: Graph, policy: Graph, inputs: dict[str, np.ndarray],
-                  expected: dict[str, np.ndarray], ideal: dict[str, np.ndarray]) -> Finding:
+                  expected: dict[str, np.ndarray], ideal: dict[str, list[np.ndarray]]) -> Finding:
         """Pin an error-bound finding on the first node whose own output breaks the bound (one probe run)."""
         probe_names = probe_outputs(graph)
         if len(probe_names) <= 1:

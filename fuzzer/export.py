@@ -62,11 +62,26 @@ def inputs_code(case: Case, set_index: int) -> str:
 
 
 CHECK = '''
+def round_to_float32(values, dtype):
+    """Round to dtype, then carry the value in float32 so the next op computes in float32 arithmetic."""
+    out = round_to(values, dtype)
+    return out if dtype in ("float64", "int32", "int64") else np.asarray(out).astype(np.float32)
+
+
+def to_float32_arithmetic(value, name):
+    """An input as the float32-arithmetic ideal sees it (Python scalars stay Python floats)."""
+    if INPUT_KINDS[name] == "scalar":
+        return float(value)
+    return value if INPUT_DTYPES[name] in ("float64", "int32", "int64") else value.astype(np.float32)
+
+
 def main():
     raw = make_inputs()
     inputs = {{name: round_to(value, INPUT_DTYPES[name]) for name, value in raw.items()}}
     expected = reference(inputs, False, round_to)
+    # two ideal implementations of the declared dtypes: exact math rounded per op, and float32 arithmetic
     ideal = reference(inputs, True, round_to)
+    ideal32 = reference({{name: to_float32_arithmetic(value, name) for name, value in inputs.items()}}, True, round_to_float32)
     try:
         actual, dtypes = run_backend(inputs)
     except Exception as exc:  # the bug may be that the backend raises
@@ -76,7 +91,7 @@ def main():
     failed = False
     for name, out, dtype in zip(OUTPUTS, actual, dtypes):
         want = np.asarray(expected[name], dtype=np.float64)
-        limit = allowed_error(want, ideal[name], OUTPUT_DTYPES[name], {multiplier!r}, {slack!r})
+        limit = allowed_error(want, [ideal[name], ideal32[name]], OUTPUT_DTYPES[name], {multiplier!r}, {slack!r})
         err = np.abs(np.asarray(out, dtype=np.float64) - want)
         print(f"{{name}}: dtype {{dtype}} (declared {{OUTPUT_DTYPES[name]}}), shape {{list(np.shape(out))}}", flush=True)
         print("  expected (fp64 reference):", want.ravel()[:4], flush=True)
@@ -115,6 +130,7 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
     typed = infer(graph)
     out_dtypes = {o: typed.values[o].dtype for o in graph.outputs}
     in_dtypes = {i.name: (i.dtype if i.kind == "tensor" else "float64") for i in graph.inputs}
+    in_kinds = {i.name: i.kind for i in graph.inputs}
     env_lines = "".join(f"os.environ.setdefault({k!r}, {v!r})\n" for k, v in (parts.env or {}).items())
     head = f'''#!/usr/bin/env python3
 """{title or f"precfuzz repro: {desc.get('name')}"}
@@ -134,7 +150,7 @@ import sys
         PRELUDE,
         parts.imports.strip() + "\n",
         f"\nBACKEND = {desc.get('name')!r}\nOUTPUTS = {list(graph.outputs)!r}\n"
-        f"INPUT_DTYPES = {in_dtypes!r}\nOUTPUT_DTYPES = {out_dtypes!r}\n",
+        f"INPUT_DTYPES = {in_dtypes!r}\nINPUT_KINDS = {in_kinds!r}\nOUTPUT_DTYPES = {out_dtypes!r}\n",
         "\n# ---- inputs, regenerated deterministically\n\n" + inputs_code(case, set_index),
         "\n\n" + textwrap.dedent(parts.round_to).strip() + "\n",
         "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n" + reference_functions(graph).replace("\n\ndef ", "\n\n\ndef "),

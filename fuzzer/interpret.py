@@ -96,13 +96,34 @@ def _compiled(key: str) -> Callable[..., Values]:
     return namespace["reference"]
 
 
-def evaluate(graph: Graph, inputs: Values, rounded: bool) -> Values:
-    """Every value of the graph in float64 (see render_reference for the two modes)."""
+def round_to_float32_arithmetic(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Round to `dtype`, then carry the value as float32 so the next op computes in float32 arithmetic."""
+    out = round_to(values, dtype)
+    return out if dtype in ("float64", "int32", "int64") else out.astype(np.float32)
+
+
+def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "float64") -> Values:
+    """Every value of the graph in float64 (see render_reference for the two modes).
+
+    arithmetic="float32" (with rounded=True) is a second ideal implementation: each op computes in float32
+    arithmetic (fp32 accumulation, numpy's summation order) instead of exactly, then rounds; a backend
+    accumulating in fp32 may lose what it loses.
+    """
     fn = _compiled(canonical(graph_to_json(graph)))
-    env = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
-    with np.errstate(all="ignore"):
-        values = fn(env, rounded, round_to)
     typed = infer(graph)
+    rnd = round_to
+    env: dict[str, Any] = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
+    if arithmetic == "float32":
+        rnd = round_to_float32_arithmetic
+        for inp in graph.inputs:
+            if inp.kind == "scalar":
+                env[inp.name] = float(env[inp.name])  # a Python float does not upcast float32 arrays (NEP 50)
+            elif inp.dtype not in ("float64", "int32", "int64"):
+                env[inp.name] = env[inp.name].astype(np.float32)
+    elif arithmetic != "float64":
+        raise ValueError(f"arithmetic must be float64 or float32, not {arithmetic!r}")
+    with np.errstate(all="ignore"):
+        values = fn(env, rounded, rnd)
     return {k: (np.broadcast_to(np.asarray(v, dtype=np.float64), typed.values[k].shape)
                 if typed.values[k].kind != "scalar" else np.asarray(v, dtype=np.float64))
             for k, v in values.items()}

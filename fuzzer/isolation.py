@@ -155,18 +155,18 @@ class ExecutorPool:
     """Runs executors by name: isolated ones in their group's worker, the numpy oracles in-process."""
 
     def __init__(self, names: list[str], timeout: float = 120.0, max_calls: int = 400,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.names = list(names)
         self.timeout = timeout
         self.executors = {n: create(n) for n in names}
         self.workers: dict[str, WorkerProcess] = {}
+        self._key: dict[str, str] = {}
         for name, ex in self.executors.items():
             if ex.isolated:
                 key = ex.group + "|" + ",".join(f"{k}={v}" for k, v in sorted(ex.env().items()))
                 if key not in self.workers:
-                    self.workers[key] = WorkerProcess(ex.group, ex.env(), max_calls, log_dir)
-        self._key = {n: next(k for k, w in self.workers.items() if w.group == ex.group and w.env == ex.env())
-                     for n, ex in self.executors.items() if ex.isolated}
+                    self.workers[key] = WorkerProcess(ex.group, {**ex.env(), **(extra_env or {})}, max_calls, log_dir)
+                self._key[name] = key
 
     def run(self, name: str, graph: Graph, input_sets: list[dict[str, Any]]) -> list[oc.Outcome]:
         """Outcomes of executor `name` on every input set (never raises for backend failures)."""

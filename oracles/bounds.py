@@ -31,10 +31,16 @@ def ulp(values, dtype):
 
 
 def allowed_error(expected, ideal, dtype, multiplier=3.0, slack_ulps=2.0):
-    """Elementwise allowed |actual - expected|: multiplier x the ideal's error (at least its RMS) + slack ULPs."""
+    """Elementwise allowed |actual - expected|: multiplier x the ideal's error (at least its RMS) + slack ULPs.
+
+    `ideal` is one ideal implementation's values or a list of several (their worst error counts).
+    """
     expected = np.asarray(expected, dtype=np.float64)
-    ideal_err = np.abs(np.asarray(ideal, dtype=np.float64) - expected)
-    ideal_err = np.where(np.isfinite(ideal_err), ideal_err, 0.0)
+    ideals = ideal if isinstance(ideal, (list, tuple)) else [ideal]
+    ideal_err = np.zeros(expected.shape)
+    for one in ideals:
+        err = np.abs(np.asarray(one, dtype=np.float64).reshape(expected.shape) - expected)
+        ideal_err = np.maximum(ideal_err, np.where(np.isfinite(err), err, 0.0))
     rms = float(np.sqrt(np.mean(ideal_err**2))) if ideal_err.size else 0.0
     return multiplier * np.maximum(ideal_err, rms) + slack_ulps * ulp(expected, dtype)
 
@@ -51,12 +57,17 @@ class ErrorStats:
     allowed_at_worst: float
 
 
-def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray, dtype: str,
+def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray | list[np.ndarray], dtype: str,
                 multiplier: float = MULTIPLIER, slack_ulps: float = SLACK_ULPS) -> ErrorStats:
-    """Compare an executor's output with the reference under the bound; dtype is the declared output dtype."""
+    """Compare an executor's output with the reference under the bound; dtype is the declared output dtype.
+
+    `ideal`: the ideal implementation's values (first: exact math rounded per op), or a list of several
+    ideal implementations (e.g. also one computing in float32 arithmetic), whose worst error is allowed.
+    """
     actual = np.asarray(actual, dtype=np.float64).ravel()
     expected = np.asarray(expected, dtype=np.float64).ravel()
-    ideal = np.asarray(ideal, dtype=np.float64).ravel()
+    ideals = [np.asarray(i, dtype=np.float64).ravel() for i in (ideal if isinstance(ideal, (list, tuple)) else [ideal])]
+    ideal = ideals[0]
     if actual.shape != expected.shape:
         return ErrorStats(float("inf"), float("inf"), float("inf"), -1, 0, 0.0)
     fin_a, fin_e, fin_i = np.isfinite(actual), np.isfinite(expected), np.isfinite(ideal)
@@ -68,7 +79,7 @@ def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray, dty
     safe_e = np.where(compared, expected, 0.0)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.where(compared, np.abs(actual - expected), 0.0)
-        allowed = allowed_error(safe_e, np.where(compared, ideal, 0.0), out_dtype, multiplier, slack_ulps)
+        allowed = allowed_error(safe_e, [np.where(compared, i, 0.0) for i in ideals], out_dtype, multiplier, slack_ulps)
         ulps = err / ulp(safe_e, out_dtype)
         ratio = np.where(compared, err / allowed, 0.0)
     worst = int(np.argmax(ratio)) if ratio.size else 0

@@ -24,7 +24,7 @@ class OutputJudgement:
 
 
 def judge_outputs(graph: Graph, policy: TypedGraph, outcomes: list[Outcome],
-                  expected: list[dict[str, np.ndarray]], ideal: list[dict[str, np.ndarray]]) -> list[OutputJudgement]:
+                  expected: list[dict[str, np.ndarray]], ideal: list[dict[str, list[np.ndarray]]]) -> list[OutputJudgement]:
     """Error stats of every output of every ok outcome (expected/ideal: values per input set)."""
     out = []
     for k, oc in enumerate(outcomes):
@@ -65,7 +65,7 @@ def bound_findings(executor: str, graph: Graph, policy: TypedGraph, judgements: 
 
 
 def localize(graph: Graph, policy: TypedGraph, probe: Outcome, expected: dict[str, np.ndarray],
-             ideal: dict[str, np.ndarray]) -> str | None:
+             ideal: dict[str, list[np.ndarray]]) -> str | None:
     """The first node (in order) whose own output breaks the bound in a probe run that output every node."""
     if not probe.ok or probe.outputs is None:
         return None

@@ -1,0 +1,23 @@
+"""Write DIR/report.md with plots and the findings table for a campaign directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..report import write_report
+from .common import EXIT_OK, fail
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `precfuzz report`."""
+    parser.add_argument("dir", help="campaign directory (from precfuzz run --out)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Render the report."""
+    root = Path(args.dir)
+    if not (root / "state.json").exists():
+        return fail(f"{root} is not a campaign directory (no state.json)")
+    print(f"wrote {write_report(root)}")
+    return EXIT_OK

@@ -1,0 +1,80 @@
+"""Run a fuzz campaign: generate cases, run every executor, save deduplicated findings; resumable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
+from .common import EXIT_OK, UsageError, fail, select_executors
+
+DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "corpus" / "seeds"
+
+
+def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by `run` and `smoke`."""
+    parser.add_argument("--executors", help="comma-separated executors (default: every available one)")
+    parser.add_argument("--workers", type=int, default=None, help="parallel lanes (default: the cores available)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per executor call before it counts as a hang")
+    parser.add_argument("--no-minimize", action="store_true", help="save findings without minimizing them")
+    parser.add_argument("--minimize-budget", type=float, default=90.0, help="seconds to minimize each new finding")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `precfuzz run`."""
+    parser.add_argument("--out", required=True, help="campaign directory (created, or resumed if it exists)")
+    parser.add_argument("--time", type=float, default=None, help="seconds to run (default: until --max-tests or Ctrl-C)")
+    parser.add_argument("--max-tests", type=int, default=None, help="stop after this many tests (executor x input set)")
+    parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    parser.add_argument("--no-seeds", action="store_true", help="skip the seed corpus (corpus/seeds) at the start")
+    parser.add_argument("--seeds-dir", default=str(DEFAULT_SEEDS), help="seed corpus directory")
+    add_campaign_arguments(parser)
+
+
+def default_workers() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: float | None, max_tests: int | None,
+                     seeds_dir: Path | None) -> CampaignConfig:
+    """A CampaignConfig from parsed options (UsageError on bad values)."""
+    executors = select_executors(args.executors)
+    workers = args.workers if args.workers is not None else default_workers()
+    if workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if time_s is not None and time_s <= 0:
+        raise UsageError("--time must be positive")
+    if time_s is None and max_tests is None:
+        time_s = float("inf")
+    return CampaignConfig(out=out, executors=executors, seed=seed, time_s=None if time_s == float("inf") else time_s,
+                          max_tests=max_tests, workers=workers, seeds_dir=seeds_dir,
+                          minimize=not args.no_minimize, minimize_budget_s=args.minimize_budget,
+                          timeout_s=args.timeout, command=command_line(sys.argv[1:]))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run (or resume) the campaign and print a summary."""
+    try:
+        seeds_dir = None if args.no_seeds else Path(args.seeds_dir)
+        if seeds_dir is not None and not seeds_dir.is_dir():
+            raise UsageError(f"seed corpus {seeds_dir} is not a directory")
+        cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
+        campaign = Campaign(cfg)
+    except (UsageError, CampaignError) as exc:
+        return fail(str(exc))
+    print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {cfg.workers} lane(s); seed {cfg.seed}"
+          + (f"; resuming at case {campaign.state['next_index']}" if campaign.state["invocations"] > 1 else ""),
+          file=sys.stderr)
+    summary = campaign.run()
+    print(json.dumps({"out": str(cfg.out), "cases": summary.cases, "tests": summary.tests,
+                      "findings_new": summary.findings_new, "findings_total": summary.findings_total,
+                      "elapsed_s": round(summary.elapsed_s, 1), "stopped_by": summary.stopped_by}))
+    print(f"findings: {cfg.out / 'findings.jsonl'}; report: precfuzz report {cfg.out}", file=sys.stderr)
+    return EXIT_OK

@@ -1,0 +1,57 @@
+"""Nightly CI smoke run: a fixed-seed, bounded campaign that fails only on findings not in the baseline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from ..campaign import Campaign, CampaignError
+from ..smoke import compare, junit, load_baseline, markdown
+from .common import EXIT_FINDING, EXIT_OK, UsageError, fail
+from .run import DEFAULT_SEEDS, add_campaign_arguments, config_from_args
+
+DEFAULT_BASELINE = Path(__file__).resolve().parents[2] / "corpus" / "known-findings.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `precfuzz smoke`."""
+    parser.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="known findings (JSON); '' for none")
+    parser.add_argument("--junit", help="write JUnit XML here")
+    parser.add_argument("--summary", help="write the Markdown summary here (default: OUT/smoke.md)")
+    parser.add_argument("--time", type=float, default=480.0, help="seconds of fuzzing (default 480)")
+    parser.add_argument("--max-tests", type=int, default=None, help="also stop after this many tests")
+    parser.add_argument("--seed", type=int, default=20261130, help="fixed generator seed")
+    parser.add_argument("--out", default="results/smoke", help="campaign directory (replaced on every run)")
+    add_campaign_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fresh campaign, then the baseline verdict; exit 1 only on new signatures."""
+    try:
+        baseline = load_baseline(Path(args.baseline) if args.baseline else None)
+    except (OSError, ValueError) as exc:
+        return fail(f"cannot read baseline: {exc}")
+    out = Path(args.out)
+    if out.exists():
+        shutil.rmtree(out)
+    try:
+        cfg = config_from_args(args, out, args.seed, args.time, args.max_tests, DEFAULT_SEEDS)
+        campaign = Campaign(cfg)
+    except (UsageError, CampaignError) as exc:
+        return fail(str(exc))
+    summary = campaign.run()
+    findings = campaign.store.load_findings()
+    verdict = compare(findings, baseline)
+    info = {"cases": summary.cases, "tests": summary.tests, "elapsed_s": summary.elapsed_s, "seed": cfg.seed}
+    md = markdown(verdict, info)
+    Path(args.summary or out / "smoke.md").write_text(md)
+    if args.junit:
+        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.junit).write_text(junit(verdict, cfg.executors, summary.elapsed_s))
+    print(md, file=sys.stderr)
+    print(json.dumps({"passed": verdict.passed, "new": [f["signature"] for f in verdict.new],
+                      "known": len(verdict.known), "missing": len(verdict.missing), **info}))
+    return EXIT_OK if verdict.passed else EXIT_FINDING

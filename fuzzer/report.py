@@ -1,0 +1,137 @@
+"""Campaign report: report.md with plots (worst error ratio by op and dtype, findings over time) and the findings table."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .store import CampaignStore
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Worst finite error ratio per (executor, op, output dtype), one row per op x dtype per executor."""
+    if runs.empty or "ratio" not in runs:
+        return pd.DataFrame(columns=["executor", "op", "out_dtype", "ratio"])
+    ok = runs[(runs["status"] == "ok") & runs["ratio"].notna()].copy()
+    ok["ratio"] = ok["ratio"].replace([np.inf], 1e6)
+    ok = ok.assign(op=ok["ops"].str.split(",")).explode("op")
+    ok["out_dtype"] = ok["out_dtype"].str.split(",").str[0]
+    return ok.groupby(["executor", "op", "out_dtype"], as_index=False)["ratio"].max()
+
+
+def heatmap(table: pd.DataFrame, path: Path) -> bool:
+    """One heatmap panel per executor of log10(worst ratio); False when there is nothing to plot."""
+    if table.empty:
+        return False
+    plt = _plt()
+    executors = sorted(table["executor"].unique())
+    ops = sorted(table["op"].unique())
+    dtypes = sorted(table["out_dtype"].unique())
+    fig, axes = plt.subplots(1, len(executors), figsize=(2.2 + 1.1 * len(dtypes) * len(executors), 0.35 * len(ops) + 2),
+                             squeeze=False)
+    for ax, name in zip(axes[0], executors):
+        sub = table[table["executor"] == name].pivot(index="op", columns="out_dtype", values="ratio")
+        sub = sub.reindex(index=ops, columns=dtypes)
+        data = np.log10(np.clip(sub.to_numpy(dtype=float), 1e-3, 1e6))
+        im = ax.imshow(data, cmap="RdYlGn_r", vmin=-2, vmax=3, aspect="auto")
+        ax.set_xticks(range(len(dtypes)), dtypes, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(ops)), ops if ax is axes[0][0] else [""] * len(ops), fontsize=7)
+        ax.set_title(name, fontsize=8)
+        for (i, j), v in np.ndenumerate(sub.to_numpy(dtype=float)):
+            if not math.isnan(v):
+                ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=5)
+    fig.colorbar(im, ax=axes[0].tolist(), label="log10 worst error / allowed error (>0 is a finding)")
+    fig.suptitle("Worst error ratio by op and output dtype")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def timeline(findings: list[dict[str, Any]], path: Path) -> bool:
+    """Cumulative distinct findings over campaign time, one line per oracle and executor."""
+    if not findings:
+        return False
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4))
+    df = pd.DataFrame(findings)
+    df["group"] = df["oracle"] + " @ " + df["executor"]
+    for name, grp in df.sort_values("first_seen_s").groupby("group"):
+        t = grp["first_seen_s"].to_numpy(dtype=float)
+        ax.step(np.concatenate([[0.0], t]), np.arange(len(t) + 1), where="post", label=name)
+    ax.set_xlabel("campaign seconds")
+    ax.set_ylabel("distinct findings")
+    ax.legend(fontsize=6, loc="upper left")
+    ax.set_title("Findings by oracle and executor over time")
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def _fmt(v: Any) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    return str(v)
+
+
+def write_report(root: Path) -> Path:
+    """Write root/report.md and its PNGs; returns the report path."""
+    store = CampaignStore(root)
+    findings = store.load_findings()
+    runs = store.load_runs()
+    state = store.load_state() or {}
+    has_heat = heatmap(ratio_table(runs), root / "error_ratio_heatmap.png")
+    has_time = timeline(findings, root / "findings_over_time.png")
+    lines = [f"# precfuzz campaign report: {root.name}", "",
+             "precfuzz runs generated op graphs on several backends and compares each result with a float64 reference "
+             "computed on the same rounded inputs. An executor may lose at most 3x what an ideal implementation of the "
+             "declared dtypes loses (plus 2 ULP); a larger error, a crash, an unexpected error, or a dtype that differs "
+             "from what the precision policy promises is a *finding*. Each finding below links to a minimized case, a "
+             "standalone repro script (exits 1 while the bug is there) and a bug-report draft.", "",
+             f"- cases: {state.get('cases', 0)}, tests (executor x input set): {state.get('tests', 0)}, "
+             f"campaign time: {state.get('elapsed_s', 0):.0f} s, seed {state.get('seed')}",
+             f"- executors: {', '.join(state.get('executors', []))}",
+             f"- distinct findings: {len(findings)}", ""]
+    if not runs.empty:
+        counts = runs.groupby(["executor", "status"]).size().unstack(fill_value=0)
+        lines += ["## Outcomes per executor", "", "| executor | " + " | ".join(counts.columns) + " |",
+                  "|---|" + "---|" * len(counts.columns)]
+        lines += [f"| {ex} | " + " | ".join(str(int(v)) for v in row) + " |" for ex, row in counts.iterrows()]
+        lines.append("")
+    if has_heat:
+        lines += ["## Worst error ratio by op and dtype", "", "![heatmap](error_ratio_heatmap.png)", "",
+                  "Each cell is the worst error / allowed error seen for graphs containing that op with that output "
+                  "dtype; above 1 (red) is a finding. Graphs with several ops count for each.", ""]
+    if has_time:
+        lines += ["## Findings over time", "", "![timeline](findings_over_time.png)", ""]
+    lines += ["## Findings", ""]
+    if findings:
+        lines += ["| # | oracle | executor | ops | dtypes | ratio | max ULP | count | first seen (s) | case | repro | report |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for k, f in enumerate(findings, 1):
+            link = lambda p: f"[{Path(p).name}]({p})" if p else ""  # noqa: E731
+            lines.append(f"| {k} | {f['oracle']} | {f['executor']} | {'+'.join(f['ops'])} | {', '.join(f['dtypes'])} | "
+                         f"{_fmt(f.get('ratio'))} | {_fmt(f.get('max_ulp'))} | {f.get('count', 1)} | "
+                         f"{_fmt(f.get('first_seen_s'))} | {link(f.get('case'))} | {link(f.get('repro'))} | "
+                         f"{link(f.get('report'))} |")
+        lines += ["", "Messages:", ""]
+        lines += [f"{k}. `{f['signature']}`: {f['message']}" for k, f in enumerate(findings, 1)]
+    else:
+        lines.append("No findings.")
+    out = root / "report.md"
+    out.write_text("\n".join(lines) + "\n")
+    return out
