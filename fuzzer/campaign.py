@@ -140,6 +140,8 @@ class Campaign:
         self.in_flight: set[int] = set()
         seeds = sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else []
         self.todo_seeds = [p for p in seeds if p.name not in set(self.state["seeds_done"])]
+        self.reserved = 0  # tests of cases claimed but not finished
+        self.stop_reason = ""
         self.t_start = time.monotonic()
         self.elapsed_before = float(self.state.get("elapsed_s", 0.0))
 
@@ -168,26 +170,42 @@ class Campaign:
             return "stopped"
         if self.cfg.time_s is not None and time.monotonic() - self.t_start >= self.cfg.time_s:
             return "time"
-        if self.cfg.max_tests is not None and self.state["tests"] >= self.cfg.max_tests:
+        if self.cfg.max_tests is not None and self.state["tests"] + self.reserved >= self.cfg.max_tests:
             return "max-tests"
         return None
 
-    def _next_item(self) -> tuple[str, Any] | None:
+    def _next_item(self) -> tuple[str, Any, Case, int] | None:
+        """Claim the next case (seed files first, then unfinished indices, then new ones) and reserve its tests.
+
+        Cases are made under the lock, in order, so a --max-tests bound selects the same cases every run.
+        """
         with self.lock:
             if self._budget_left():
                 return None
             if self.todo_seeds:
-                return ("seed", self.todo_seeds.pop(0))
-            if self.todo_pending:
-                idx = self.todo_pending.pop(0)
+                kind, item = "seed", self.todo_seeds[0]
+                case = load_case(item)
             else:
-                idx = int(self.state["next_index"])
-                self.state["next_index"] = idx + 1
-            self.in_flight.add(idx)
+                kind = "index"
+                item = self.todo_pending[0] if self.todo_pending else int(self.state["next_index"])
+                case = self.generate(self.cfg.seed, item)
+            tests = len(self.cfg.executors) * len(case.input_sets)
+            if self.cfg.max_tests is not None and self.state["tests"] + self.reserved + tests > self.cfg.max_tests:
+                self.stop_reason = "max-tests"
+                return None
+            if kind == "seed":
+                self.todo_seeds.pop(0)
+            elif self.todo_pending:
+                self.todo_pending.pop(0)
+            else:
+                self.state["next_index"] = item + 1
+            if kind == "index":
+                self.in_flight.add(item)
+            self.reserved += tests
             self.dirty = True
-            return ("index", idx)
+            return (kind, item, case, tests)
 
-    def _items(self) -> Iterator[tuple[str, Any]]:
+    def _items(self) -> Iterator[tuple[str, Any, Case, int]]:
         while True:
             item = self._next_item()
             if item is None:
@@ -204,18 +222,15 @@ class Campaign:
             checker = Checker(pool)
             rows: list[dict[str, Any]] = []
             last_rows = time.monotonic()
-            for kind, item in self._items():
-                if kind == "seed":
-                    case, label = load_case(item), f"seed:{item.name}"
-                else:
-                    case, label = self.generate(self.cfg.seed, item), str(item)
+            for kind, item, case, reserved in self._items():
+                label = f"seed:{item.name}" if kind == "seed" else str(item)
                 result = checker.check(case)
                 rows += self._rows(result, label)
                 for finding in result.findings:
                     self._handle(finding, result, checker, pool)
                 with self.lock:
-                    n_tests = sum(len(v) for v in result.outcomes.values())
-                    self.state["tests"] += n_tests
+                    self.reserved -= reserved
+                    self.state["tests"] += sum(len(v) for v in result.outcomes.values())
                     self.state["cases"] += 1
                     for name, secs in result.seconds.items():
                         self.backend_s[name] += sum(o.compile_s + o.run_s for o in result.outcomes[name][:1]) + \
@@ -373,7 +388,7 @@ class Campaign:
             self.stop.set()
             for t in threads:
                 t.join()
-        stopped_by = self._budget_left() or "done"
+        stopped_by = self._budget_left() or self.stop_reason or "done"
         self.flush(force=True)
         self.progress.update(self.snapshot(), force=True)
         self.progress.close()

@@ -1,0 +1,15 @@
+"""Deterministic tiny case streams for campaign tests (no dependence on the real generators)."""
+
+from __future__ import annotations
+
+from fuzzer.ir import Case, Graph, Input, Node
+
+
+def fault_stream(seed: int, index: int) -> Case:
+    """Case `index`: every 3rd returns wrong values on debug/faults, every 7th segfaults it, the rest are clean."""
+    fault = 1.0 if index % 7 == 6 else (5.0 if index % 3 == 2 else 0.0)
+    x = Input("x", (4,), "float32", init={"dist": "normal", "seed": seed * 1000 + index})
+    f = Input("fault", (1,), "float32", init={"dist": "constant", "value": fault})
+    op = ["exp", "neg"][index % 2]
+    graph = Graph((x, f), (Node("m", "mul", ("x", "fault")), Node("y", op, ("m",))), ("y",))
+    return Case(graph, ({},), {"generator": "fault_stream", "seed": seed, "index": index, "family": "faults"})

@@ -1,0 +1,118 @@
+"""Campaigns: findings saved at once with the DESIGN fields, dedup counts, resume, crashes survived, kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from campaign_fixtures import fault_stream
+from fuzzer.campaign import Campaign, CampaignConfig, CampaignError
+from fuzzer.progress import Progress
+
+FIELDS = {"signature", "oracle", "executor", "variant", "ops", "dtypes", "ratio", "max_ulp", "case", "repro",
+          "count", "first_seen_s"}
+
+
+def config(out: Path, **kw) -> CampaignConfig:
+    base = dict(out=out, executors=["debug/faults"], seed=3, max_tests=21, workers=1, minimize=False,
+                timeout_s=20.0, generate=fault_stream)
+    base.update(kw)
+    return CampaignConfig(**base)
+
+
+def quiet() -> Progress:
+    return Progress(stream=open(os.devnull, "w"), live=False)
+
+
+def findings(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "findings.jsonl").read_text().splitlines()]
+
+
+def test_findings_are_deduplicated_saved_and_counted(tmp_path: Path) -> None:
+    summary = Campaign(config(tmp_path), quiet()).run()
+    assert (summary.cases, summary.tests, summary.stopped_by) == (21, 21, "max-tests")
+    recs = findings(tmp_path)
+    assert {r["oracle"] for r in recs} == {"error-bound", "crash"}
+    assert all(FIELDS <= set(r) for r in recs)
+    # cases 2, 5, 8, 11, 14, 17 return wrong values: the probe run pins all six on the first node, `mul`
+    (bound,) = [r for r in recs if r["oracle"] == "error-bound"]
+    assert (bound["ops"], bound["count"], bound["dtypes"]) == (["mul"], 6, ["float32,float32->float32"])
+    # cases 6, 20 (mul+exp) and 13 (mul+neg) segfault: a crash is keyed by the graph's op set
+    crashes = {tuple(r["ops"]): r for r in recs if r["oracle"] == "crash"}
+    assert {k: r["count"] for k, r in crashes.items()} == {("exp", "mul"): 2, ("mul", "neg"): 1}
+    assert {r["error_class"] for r in crashes.values()} == {"signal-11"}
+    for r in recs:
+        assert (tmp_path / r["case"]).exists() and r["first_seen_s"] >= 0
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert len(runs) == 21 and set(runs["status"]) == {"ok", "crash"}
+
+
+def test_rerun_resumes_generator_position_and_counts(tmp_path: Path) -> None:
+    Campaign(config(tmp_path, max_tests=10), quiet()).run()
+    first = {r["signature"]: r["count"] for r in findings(tmp_path)}
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert (state["next_index"], state["tests"]) == (10, 10)
+    Campaign(config(tmp_path, max_tests=21), quiet()).run()
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert (state["next_index"], state["tests"], state["invocations"]) == (21, 21, 2)
+    again = {r["signature"]: r["count"] for r in findings(tmp_path)}
+    assert set(first) <= set(again) and all(again[s] >= first[s] for s in first)
+    one_go = tmp_path / "one-go"
+    Campaign(config(one_go), quiet()).run()
+    assert again == {r["signature"]: r["count"] for r in findings(one_go)}
+
+
+def test_resume_with_another_seed_is_refused(tmp_path: Path) -> None:
+    Campaign(config(tmp_path, max_tests=2), quiet()).run()
+    with pytest.raises(CampaignError, match="seed 3"):
+        Campaign(config(tmp_path, seed=4), quiet())
+
+
+def test_parallel_lanes_run_every_case_once(tmp_path: Path) -> None:
+    Campaign(config(tmp_path, workers=2), quiet()).run()
+    runs = pd.read_parquet(tmp_path / "runs.parquet")
+    assert sorted(runs["item"].astype(int)) == list(range(21))
+    assert sum(r["count"] for r in findings(tmp_path)) == 9
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from campaign_fixtures import fault_stream
+from fuzzer.campaign import Campaign, CampaignConfig
+cfg = CampaignConfig(out=Path({out!r}), executors=["debug/faults"], seed=3, time_s=600, workers=1,
+                     minimize=False, generate=fault_stream, flush_s=0.5)
+Campaign(cfg).run()
+"""
+
+
+def test_kill_minus_9_loses_no_finding_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "camp"
+    code = SCRIPT.format(tests=str(Path(__file__).parent), out=str(out))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        state = out / "state.json"
+        if state.exists() and json.loads(state.read_text())["cases"] >= 30:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = findings(out)
+    state = json.loads((out / "state.json").read_text())
+    assert len(before) == 3 and state["cases"] >= 30
+    Campaign(config(out, max_tests=state["tests"] + 10), quiet()).run()
+    after = {r["signature"]: r for r in findings(out)}
+    assert all(r["signature"] in after and after[r["signature"]]["count"] >= r["count"] for r in before)
+    resumed = json.loads((out / "state.json").read_text())
+    assert resumed["next_index"] >= state["next_index"] and resumed["invocations"] == 2
+    assert resumed["tests"] >= state["tests"] + 10
