@@ -79,7 +79,7 @@ def lane_env(lane: int, executors: list[str]) -> dict[str, str]:
 
 
 def _default_generate(seed: int, index: int) -> Case:
-    from generators import generate_case
+    from generators.graphs import generate_case
 
     return generate_case(seed, index)
 

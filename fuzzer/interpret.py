@@ -35,6 +35,14 @@ def _helpers(fn: FunctionType, seen: dict[str, FunctionType]) -> None:
             _helpers(obj, seen)
 
 
+def reference_helper_names() -> set[str]:
+    """Names of every reference function and helper a repro script may define."""
+    seen: dict[str, FunctionType] = {}
+    for spec in OPS.values():
+        _helpers(spec.reference, seen)  # type: ignore[arg-type]
+    return set(seen)
+
+
 def reference_functions(graph: Graph) -> str:
     """Source of the numpy reference functions the graph's ops need (pasted into repro scripts)."""
     seen: dict[str, FunctionType] = {}

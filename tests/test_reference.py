@@ -42,3 +42,16 @@ def test_layer_norm_seed_reference_values(seeds_dir) -> None:
     ref = evaluate(case.graph, inputs, rounded=False)["y"]
     np.testing.assert_allclose(np.abs(ref), 0.25 / np.sqrt(0.0625 + 1e-5))
     assert set(np.abs(evaluate(case.graph, inputs, rounded=True)["y"]).ravel()) == {1.0}
+
+
+def test_regression_value_names_that_shadow_reference_functions() -> None:
+    """Reported by the generator work: a node called `conv` rendered `conv = conv(...)` (UnboundLocalError)."""
+    x = Input("x", (1, 2, 5), "float32", init={"dist": "normal", "seed": 1})
+    w = Input("sum", (3, 2, 2), "float32", "param", init={"dist": "normal", "seed": 2})
+    graph = Graph((x, w), (Node("conv", "conv1d", ("x", "sum")), Node("float", "exp", ("conv",)),
+                           Node("layer_norm", "neg", ("float",))), ("layer_norm",))
+    inputs = input_values(Case(graph), 0)
+    ref = evaluate(graph, inputs, rounded=False)["layer_norm"]
+    ex = create("torch/eager")
+    (out,), _, _ = ex.execute(ex.prepare(graph), graph, inputs)
+    np.testing.assert_allclose(out, ref, rtol=1e-5)

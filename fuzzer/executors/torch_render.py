@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
+import keyword
+from functools import lru_cache
 from typing import Any
 
 from ..ir import Graph, Node, infer, op_attrs
@@ -17,12 +20,20 @@ _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
 def ident(name: str) -> str:
-    """A Python identifier for a value name."""
+    """A Python identifier for a value name that shadows nothing the rendered code or repro scripts use."""
     out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() and out not in _RESERVED else f"v_{out}"
+    return out if out and not out[0].isdigit() and out not in reserved_names() else f"v_{out}"
 
 
-_RESERVED = {"torch", "F", "math", "np", "graph", "inputs", "device", "lambda", "def", "return", "in", "is", "and", "or", "not", "if", "else"}
+@lru_cache(maxsize=1)
+def reserved_names() -> frozenset[str]:
+    """Keywords, builtins, module aliases and every function a rendered graph or repro script defines or calls."""
+    from ..interpret import reference_helper_names
+
+    fixed = {"torch", "F", "math", "np", "tvm", "R", "relax", "bb", "ml_dtypes", "os", "sys", "graph", "inputs",
+             "device", "args", "outs", "rnd", "round_to", "rounded", "reference", "sliding_window_view", "Any",
+             "run_backend", "make_inputs", "main", "ulp", "allowed_error", "torch_xla", "xm"}
+    return frozenset(fixed | set(keyword.kwlist) | set(dir(builtins)) | reference_helper_names())
 
 
 def _arg(operand: Any) -> str:

@@ -1,0 +1,1 @@
+"""precfuzz benchmarks (`make bench`)."""
