@@ -1,0 +1,102 @@
+"""Shrink failing cases to the smallest graph, shapes, dtypes and values that still show their finding."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from .. import report_draft
+from ..check import Checker
+from ..executors import create
+from ..export import render_script
+from ..ir import Case, save_case
+from ..isolation import ExecutorPool
+from ..minimize import MinimizeError, MinimizeResult, Target, minimize
+from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, read_case, select_executors
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `precfuzz minimize`."""
+    parser.add_argument("cases", nargs="+", metavar="CASE", help="case JSON file(s)")
+    parser.add_argument("--signature", help="finding signature to preserve (default: each case's first finding)")
+    parser.add_argument("--out", help="minimized case path (one case), or a directory (default: CASE.min.json beside CASE)")
+    parser.add_argument("--executors", help="executors to look for the finding with (default: all available)")
+    parser.add_argument("--max-seconds", type=float, default=300.0, help="search budget per case in seconds")
+    parser.add_argument("--max-checks", type=int, default=2000, help="search budget per case in executor checks")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per executor call")
+    parser.add_argument("--export", action="store_true", help="also write a repro script beside each minimized case")
+    parser.add_argument("--json", action="store_true", help="print each summary as JSON")
+    parser.add_argument("--quiet", action="store_true", help="do not print the accepted steps")
+
+
+def output_path(case_path: str, out: str | None, several: bool) -> Path:
+    """Where the minimized case of `case_path` goes."""
+    stem = Path(case_path).name.removesuffix(".json") + ".min.json"
+    if out is None:
+        return Path(case_path).with_name(stem)
+    target = Path(out)
+    if several or target.is_dir() or out.endswith("/"):
+        return target / stem
+    return target
+
+
+def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str) -> Path | None:
+    """Write the repro script of a minimized finding beside its case; None when its executor has no exporter."""
+    finding = result.finding
+    assert finding is not None
+    try:
+        parts = create(finding.executor).repro_parts(result.case.graph)
+    except NotImplementedError:
+        return None
+    parts = type(parts)(**{**parts.__dict__, "describe": pool.describe(finding.executor)})
+    set_index = finding.input_set if finding.input_set < len(result.case.input_sets) else 0
+    script = render_script(result.case, parts, command, set_index, report_draft.title(finding))
+    out = path.with_name(path.name.removesuffix(".json") + ".py")
+    out.write_text(script)
+    out.chmod(0o755)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Minimize every case; exit 0 when all reproduce minimized, 1 when one does not, 2 on bad input."""
+    try:
+        cases: list[tuple[str, Case]] = [(p, read_case(p)) for p in args.cases]
+        if args.signature:
+            names = Target.parse(args.signature).executors
+            select_executors(",".join(names))
+        else:
+            names = select_executors(args.executors)
+    except (UsageError, ValueError) as exc:
+        return fail(str(exc))
+    several = len(cases) > 1
+    status = EXIT_OK
+    command = "precfuzz minimize " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz minimize"
+    progress = None if args.quiet or args.json else (lambda line: print(line, flush=True))
+    with ExecutorPool(names, timeout=args.timeout) as pool:
+        checker = Checker(pool)
+        for path, case in cases:
+            print(f"{path}: minimizing ({len(case.graph.nodes)} nodes)", flush=True)
+            try:
+                result = minimize(case, args.signature, checker, budget_s=args.max_seconds,
+                                  max_checks=args.max_checks, progress=progress)
+            except MinimizeError as exc:
+                print(f"{path}: {exc}", file=sys.stderr)
+                status = max(status, EXIT_FINDING)
+                continue
+            if not result.confirmed:
+                status = max(status, EXIT_FINDING)
+            out = output_path(path, args.out, several)
+            save_case(result.case, out)
+            summary = {**result.summary(), "case": str(out)}
+            if args.export and result.finding is not None:
+                script = _export(result, pool, out, f"{command}  # {path}")
+                summary["repro"] = str(script) if script else None
+            if args.json:
+                print(json.dumps(summary, indent=1))
+            else:
+                print("\n".join(result.lines()))
+                print(f"  wrote {out}" + (f" and {summary['repro']}" if summary.get("repro") else ""), flush=True)
+    return status

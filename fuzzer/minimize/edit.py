@@ -1,0 +1,103 @@
+"""Graph edits shared by the shrink passes: pruning, operand substitution, reshaping value specs, validity."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Case, Graph, Input, IRError, Node, infer, input_values
+from ..values import ValueSpecError
+
+Spec = dict[str, Any]
+
+
+def referenced(graph: Graph) -> set[str]:
+    """Value names that some node operand or output refers to."""
+    names = set(graph.outputs)
+    for node in graph.nodes:
+        names.update(o for o in node.inputs if isinstance(o, str))
+    return names
+
+
+def unused_inputs(graph: Graph) -> set[str]:
+    """Names of inputs that nothing refers to."""
+    used = referenced(graph)
+    return {i.name for i in graph.inputs if i.name not in used}
+
+
+def prune(graph: Graph, before: Graph) -> Graph:
+    """Drop nodes no output depends on, and inputs this edit left unused (inputs already unused in `before` stay)."""
+    live = set(graph.outputs)
+    kept: list[Node] = []
+    for node in reversed(graph.nodes):
+        if node.id in live:
+            kept.append(node)
+            live.update(o for o in node.inputs if isinstance(o, str))
+    kept.reverse()
+    keep_unused = unused_inputs(before)
+    inputs = tuple(i for i in graph.inputs if i.name in live or i.name in keep_unused)
+    return Graph(inputs, tuple(kept), graph.outputs)
+
+
+def substitute(graph: Graph, old: str, new: str) -> Graph:
+    """Every reference to value `old` (operands and outputs) redirected to value `new`; the node `old` removed."""
+    nodes = tuple(replace(n, inputs=tuple(new if o == old else o for o in n.inputs)) for n in graph.nodes if n.id != old)
+    outputs: list[str] = []
+    for out in graph.outputs:
+        name = new if out == old else out
+        if name not in outputs:
+            outputs.append(name)
+    return Graph(graph.inputs, nodes, tuple(outputs))
+
+
+def valid(case: Case) -> bool:
+    """True when the case type-checks and every input set's values can be made."""
+    try:
+        infer(case.graph)
+        for k in range(len(case.input_sets)):
+            input_values(case, k)
+    except (IRError, ValueSpecError, ValueError, KeyError, TypeError):
+        return False
+    return True
+
+
+def map_inputs(case: Case, fn: Callable[[Input], Input | None]) -> Case:
+    """A case whose inputs went through `fn` (None keeps the input unchanged)."""
+    inputs = tuple(fn(i) or i for i in case.graph.inputs)
+    return case.with_graph(replace(case.graph, inputs=inputs))
+
+
+def reshape_spec(spec: Spec, old: tuple[int, ...], new: tuple[int, ...], edit: Callable[[np.ndarray], np.ndarray]) -> Spec:
+    """A value spec for a reshaped input: distributions are shape-free, inline values go through `edit`."""
+    if "values" not in spec:
+        return spec
+    arr = np.broadcast_to(np.asarray(spec["values"], dtype=np.float64), old)
+    return {"values": np.asarray(edit(arr), dtype=np.float64).reshape(new).tolist()}
+
+
+def reshape_input(case: Case, name: str, new: tuple[int, ...], edit: Callable[[np.ndarray], np.ndarray]) -> Case:
+    """The case with input `name` given shape `new`, its inline values (init and overrides) edited to fit."""
+    old = case.graph.input(name).shape
+    inputs = tuple(replace(i, shape=new, init=reshape_spec(i.init, old, new, edit)) if i.name == name else i
+                   for i in case.graph.inputs)
+    sets = tuple({k: (reshape_spec(v, old, new, edit) if k == name else v) for k, v in s.items()} for s in case.input_sets)
+    return replace(case, graph=replace(case.graph, inputs=inputs), input_sets=sets)
+
+
+def elements(shape: tuple[int, ...]) -> int:
+    """Number of elements of a shape (1 for 0-dim)."""
+    return math.prod(shape)
+
+
+def simplest_spec(values: np.ndarray) -> Spec:
+    """The shortest spec that makes exactly `values`: a constant, an alternating +-a pattern, else inline values."""
+    arr = np.asarray(values, dtype=np.float64)
+    flat = arr.ravel()
+    if flat.size and np.all(flat == flat[0]):
+        return {"dist": "constant", "value": float(flat[0])}
+    if flat.size >= 2 and flat[1] > 0 and np.array_equal(np.resize(np.array([-flat[1], flat[1]]), arr.shape), arr):
+        return {"dist": "alternating", "value": float(flat[1])}
+    return {"values": arr.tolist()}

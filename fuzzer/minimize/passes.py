@@ -1,0 +1,24 @@
+"""The shrink passes in the order the minimizer runs them: structure first, then shapes, dtypes, values, attributes."""
+
+from __future__ import annotations
+
+from .candidates import Pass
+from .graph_passes import (bypass_nodes, default_attrs, drop_optional_operands, drop_unused_inputs, fewer_outputs,
+                           replace_by_values, truncate)
+from .shape_passes import fewer_dims, smaller_dims
+from .value_passes import fewer_input_sets, simpler_dtypes, simpler_values
+
+PASSES: tuple[Pass, ...] = (
+    fewer_outputs,
+    truncate,
+    bypass_nodes,
+    replace_by_values,
+    drop_optional_operands,
+    drop_unused_inputs,
+    fewer_input_sets,
+    smaller_dims,
+    fewer_dims,
+    simpler_dtypes,
+    simpler_values,
+    default_attrs,
+)

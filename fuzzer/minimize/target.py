@@ -1,0 +1,148 @@
+"""What the minimizer preserves: a finding's signature, matched against the findings of smaller cases, with a cache."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from oracles.findings import Finding
+
+from ..check import Checker
+from ..executors import ORACLE_EXECUTORS
+from ..ir import Case, Graph, infer
+from ..ops import OPS
+
+try:
+    from oracles.dtype_outcomes import trace_promotion
+except ImportError:  # pragma: no cover - while the dtype-outcome oracle is being built
+    trace_promotion = None  # type: ignore[assignment]
+
+WHOLE_GRAPH_ORACLES = ("crash", "timeout")  # their signatures name every op and input dtype of the graph
+
+
+def promoted_breaks(graph: Graph) -> set[str]:
+    """Chain-break nodes whose odd activation dtype comes from a type promotion inside the graph."""
+    if trace_promotion is None:
+        return set()
+    typed = infer(graph)
+    found = set()
+    for node_id, brk in typed.chain_breaks().items():
+        node = graph.node(node_id)
+        if OPS[node.op].params:  # conv, linear, norms: the activation's dtype is the odd one
+            operand, dtype = node.inputs[brk.operand], brk.activation_dtype
+        else:  # matmul/bmm: the operand whose wider dtype won
+            operand, dtype = node.inputs[1 - brk.operand], brk.param_dtype
+        if isinstance(operand, str) and trace_promotion(graph, typed, operand, dtype).promoted_at:
+            found.add(node_id)
+    return found
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed finding signature: oracle|executor|ops|dtypes|error_class[|vs:against].
+
+    `whole_graph` marks signatures whose ops and dtypes describe the whole graph rather than the node at
+    fault (crashes, timeouts, unlocalized verdicts): those match when oracle, executor, error class and
+    `against` agree and the ops and dtypes of the smaller case are a subset of the original ones.
+    Localized signatures match exactly. `promotion` (set from the original finding) demands that a chain
+    break still comes from a type promotion inside the graph: an activation that merely arrives in the
+    wrong dtype as an input is a user error, not the bug.
+    """
+
+    oracle: str
+    executor: str
+    ops: tuple[str, ...]
+    dtypes: str
+    error_class: str
+    against: str = ""
+    whole_graph: bool = False
+    promotion: bool = False
+
+    @classmethod
+    def parse(cls, signature: str, graph: Graph | None = None) -> "Target":
+        """Parse a signature; `graph` (the case it came from) decides whether it names the whole graph."""
+        parts = signature.split("|")
+        against = ""
+        if len(parts) == 6 and parts[5].startswith("vs:"):
+            against = parts.pop()[3:]
+        if len(parts) != 5:
+            raise ValueError(f"malformed signature {signature!r} (expected oracle|executor|ops|dtypes|error_class[|vs:other])")
+        oracle, executor, ops, dtypes, error_class = parts
+        op_list = tuple(o for o in ops.split("+") if o)
+        whole = oracle in WHOLE_GRAPH_ORACLES
+        if graph is not None and not whole and "->" not in dtypes:
+            graph_ops = tuple(sorted({n.op for n in graph.nodes}))
+            whole = len(graph_ops) > 1 and op_list == graph_ops
+        return cls(oracle, executor, op_list, dtypes, error_class, against, whole)
+
+    @classmethod
+    def of(cls, finding: Finding, graph: Graph) -> "Target":
+        """The target of a finding on `graph`."""
+        return cls.parse(finding.signature, graph).refined(finding, graph)
+
+    def refined(self, finding: Finding, graph: Graph) -> "Target":
+        """This target plus what the original finding's details add (a promotion behind the node at fault)."""
+        at_fault = {n for n in finding.node.split(",") if n}
+        return replace(self, promotion=bool(at_fault & promoted_breaks(graph)))
+
+    def admits(self, graph: Graph) -> bool:
+        """The static part of the match, decided without running anything."""
+        return not self.promotion or bool(promoted_breaks(graph))
+
+    @property
+    def signature(self) -> str:
+        """The signature text."""
+        body = "|".join([self.oracle, self.executor, "+".join(self.ops), self.dtypes, self.error_class])
+        return body + (f"|vs:{self.against}" if self.against else "")
+
+    @property
+    def executors(self) -> list[str]:
+        """The executors a check must run: the one at fault and the one it is compared against."""
+        names = [self.executor]
+        if self.against and self.against not in ORACLE_EXECUTORS and self.against != self.executor:
+            names.append(self.against)
+        return names
+
+    def matches(self, finding: Finding) -> bool:
+        """True when `finding` shows the same bug."""
+        if (finding.oracle, finding.executor, finding.error_class, finding.against) != \
+                (self.oracle, self.executor, self.error_class, self.against):
+            return False
+        dtypes = ",".join(finding.dtypes)
+        if self.whole_graph:
+            return set(finding.ops) <= set(self.ops) and set(dtypes.split(",")) <= set(self.dtypes.split(","))
+        return tuple(finding.ops) == self.ops and dtypes == self.dtypes
+
+
+class Predicate:
+    """Does a case still show the target? Checks run only the target's executors; results are cached by case id."""
+
+    def __init__(self, checker: Checker, target: Target) -> None:
+        self.checker = checker
+        self.target = target
+        self.cache: dict[str, Finding | None] = {}
+        self.checks = 0  # checks that ran executors
+        self.hits = 0  # answers from the cache
+        self.errors = 0  # checks that raised in-process (counted as not interesting)
+        self.check_s = 0.0
+
+    def __call__(self, case: Case) -> Finding | None:
+        """The matching finding of `case`, or None."""
+        key = case.id
+        if key in self.cache:
+            self.hits += 1
+            return self.cache[key]
+        if not self.target.admits(case.graph):
+            self.cache[key] = None
+            return None
+        t0 = time.perf_counter()
+        self.checks += 1
+        try:
+            findings = self.checker.check(case, self.target.executors).findings
+        except Exception:  # noqa: BLE001 - an in-process failure (policy rewrite, reference) refutes the candidate
+            self.errors += 1
+            findings = []
+        self.check_s += time.perf_counter() - t0
+        found = next((f for f in findings if self.target.matches(f)), None)
+        self.cache[key] = found
+        return found
