@@ -14,6 +14,9 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "torch/eager": ("fuzzer.executors.torch_exec:TorchExecutor", {}),
     "torch/autocast": ("fuzzer.executors.torch_exec:TorchAutocastExecutor", {}),
     "debug/faults": ("fuzzer.executors.faults:FaultExecutor", {}),
+    "tvm/default": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "default"}),
+    "tvm/decompose": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose"}),
+    "tvm/decompose-inference": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose-inference"}),
 }
 
 ORACLE_EXECUTORS = ("reference", "emulated")

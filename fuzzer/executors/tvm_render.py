@@ -3,24 +3,31 @@
 Relax has no implicit type promotion, so every operand is cast (R.op.astype) to the dtype PyTorch would
 compute the node in (fuzzer.ir.infer); Python-scalar literals become constants of that dtype, Python-scalar
 inputs are 0-dim float64/int64 parameters cast at each use. Chain breaks (PyTorch raises) are bridged by
-casting the activation to the compute dtype, as the ideal implementation does.
+casting the activation to the compute dtype, as the ideal implementation does. Low-precision conv, linear
+and matmul accumulate in float32 (out_dtype, as TVM's PyTorch frontend emits them) and are cast back.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..dtypes import is_float
+from ..dtypes import LOW_PRECISION, is_float
 from ..ir import Graph, Node, TypedGraph, infer, op_attrs
 from ..ops.linalg import conv_attrs
+from ..promotion import promote_types
 from .torch_render import ident
 
 _RESERVED = {"R", "bb", "tvm", "np", "ml_dtypes", "outputs", "build_module", "compile_module", "run_module",
-             "run_backend", "apply_passes", "round_to", "PASSES", "TVM_DTYPES", "main", "inputs"}
+             "run_backend", "apply_passes", "round_to", "PASSES", "PARAM_DTYPES", "TVM_DTYPES", "main", "inputs",
+             "math", "sys", "os"}
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
 _UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
-          "cos": "cos", "tanh": "tanh", "gelu": "nn.gelu", "silu": "nn.silu"}
+          "cos": "cos", "tanh": "tanh", "silu": "nn.silu"}
 _REDUCE = {"sum": "sum", "mean": "mean"}
+# Ops given out_dtype="float32" for float16/bfloat16 operands (TVM's PyTorch frontend does the same); the
+# result is cast back to the node's dtype. Other reductions (sum, mean, norms) keep TVM's own accumulation.
+ACCUMULATING = ("conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm")
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
 
 
 def name_of(value: str) -> str:
@@ -40,41 +47,66 @@ def bridged(graph: Graph) -> list[str]:
 
 
 class _Lowering:
-    """Renders one node as Relax expressions; `lines` collects extra bindings the node needs."""
+    """Renders nodes as BlockBuilder emits in A-normal form: every call gets its own binding (casts are shared)."""
 
     def __init__(self, typed: TypedGraph) -> None:
         self.typed = typed
         self.lines: list[str] = []
+        self.used = {name_of(v) for v in typed.values}
+        self.casts: dict[tuple[str, str], str] = {}
 
-    def operand(self, operand: Any, dtype: str) -> str:
-        """A graph operand as a Relax expression of `dtype` (cast or constant as needed)."""
-        if isinstance(operand, str):
-            expr = name_of(operand)
-            have = value_dtype(self.typed, operand)
-            return expr if have == dtype else f"R.op.astype({expr}, {dtype!r})"
-        value = float(operand) if is_float(dtype) else int(operand)
-        return f"R.const({value!r}, {dtype!r})"
+    def fresh(self, hint: str) -> str:
+        """An identifier not used yet."""
+        name, k = hint, 1
+        while name in self.used or name in _RESERVED:
+            k += 1
+            name = f"{hint}_{k}"
+        self.used.add(name)
+        return name
 
-    def default(self, operand: Any, shape: tuple[int, ...], dtype: str, fill: str) -> str:
-        """An optional parameter, or ones/zeros of `shape` when it is absent (Relax norms need both)."""
-        if operand is None:
-            return f"R.op.{fill}({list(shape)!r}, {dtype!r})"
-        return self.operand(operand, dtype)
-
-    def bind(self, name: str, expr: str) -> str:
-        """Emit an intermediate binding; returns its name."""
+    def emit(self, expr: str, hint: str) -> str:
+        """Bind `expr` to a fresh variable; returns its name."""
+        name = self.fresh(hint)
         self.lines.append(f"{name} = bb.emit({expr})")
         return name
 
-    def lower(self, node: Node) -> str:
-        """The Relax expression computing `node` in its declared output dtype."""
+    def operand(self, operand: Any, dtype: str) -> str:
+        """A graph operand as a Relax value of `dtype`: the variable, a (shared) cast of it, or a constant."""
+        if not isinstance(operand, str):
+            return f"R.const({float(operand) if is_float(dtype) else int(operand)!r}, {dtype!r})"
+        if value_dtype(self.typed, operand) == dtype:
+            return name_of(operand)
+        key = (operand, dtype)
+        if key not in self.casts:
+            self.casts[key] = self.emit(f"R.op.astype({name_of(operand)}, {dtype!r})",
+                                        f"{name_of(operand)}_{_SHORT[dtype]}")
+        return self.casts[key]
+
+    def param(self, operand: Any, shape: tuple[int, ...], dtype: str, fill: str, hint: str) -> str:
+        """An optional parameter, or ones/zeros of `shape` when it is absent (Relax norms need both)."""
+        if operand is None:
+            return self.emit(f"R.op.{fill}({list(shape)!r}, {dtype!r})", hint)
+        return self.operand(operand, dtype)
+
+    def lower(self, node: Node) -> list[str]:
+        """The bindings computing `node` in its declared output dtype, the last one named after the node."""
         t = self.typed.nodes[node.id]
-        out = t.value.dtype
-        compute = t.compute_dtype or out
+        out, compute = t.value.dtype, t.compute_dtype or t.value.dtype
         expr = self.expr(node, compute, op_attrs(node))
-        return expr if compute == out else f"R.op.astype({expr}, {out!r})"
+        if self.produced(node, compute) != out:
+            expr = f"R.op.astype({self.emit(expr, name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {out!r})"
+        self.lines.append(f"{name_of(node.id)} = bb.emit({expr}, {node.id!r})")
+        lines, self.lines = self.lines, []
+        return lines
+
+    def produced(self, node: Node, compute: str) -> str:
+        """The dtype the node's Relax op yields (float32 accumulators; rms_norm in a promoted dtype)."""
+        if node.op == "rms_norm" and len(node.inputs) > 1 and node.inputs[1] is not None:
+            return promote_types(*(value_dtype(self.typed, v) for v in node.inputs[:2]))  # type: ignore[arg-type]
+        return accumulate_dtype(node.op, compute)
 
     def expr(self, node: Node, dt: str, attrs: dict[str, Any]) -> str:
+        """The final call of a node, its operands already bound."""
         op, ins = node.op, list(node.inputs) + [None] * 5
         a = lambda i: self.operand(ins[i], dt)  # noqa: E731 - local shorthand
         x_shape = self.typed.values[ins[0]].shape if isinstance(ins[0], str) else ()
@@ -85,74 +117,91 @@ class _Lowering:
         if op == "gelu":
             return f"R.op.nn.{'gelu_tanh' if attrs['approximate'] == 'tanh' else 'gelu'}({a(0)})"
         if op == "astype":
-            return a(0)
+            return f"R.op.astype({name_of(ins[0])}, {dt!r})"
         if op in _REDUCE:
             return f"R.op.{_REDUCE[op]}({a(0)}, axis={_dims(attrs['dims'])}, keepdims={bool(attrs['keepdim'])})"
         if op == "var":
             return self.var(node, dt, attrs, x_shape)
         if op in ("softmax", "log_softmax"):
             return f"R.op.nn.{op}({a(0)}, axis={int(attrs['dim'])})"
-        if op == "layer_norm":
+        if op in ("conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm"):
+            return self.product(node, dt, attrs, x_shape)
+        return self.norm(node, dt, attrs, x_shape)
+
+    def norm(self, node: Node, dt: str, attrs: dict[str, Any], x_shape: tuple[int, ...]) -> str:
+        """layer/rms/group/batch/instance norm with the Relax op of the same name."""
+        op, ins, eps = node.op, list(node.inputs) + [None] * 5, attrs["eps"]
+        x = self.operand(ins[0], dt)
+        if op in ("layer_norm", "rms_norm"):
             shape = tuple(attrs["normalized_shape"])
             axes = list(range(-len(shape), 0))
-            return (f"R.op.nn.layer_norm({a(0)}, {self.default(ins[1], shape, dt, 'ones')}, "
-                    f"{self.default(ins[2], shape, dt, 'zeros')}, axes={axes}, epsilon={attrs['eps']!r})")
-        if op == "rms_norm":
-            return self.rms_norm(node, dt, attrs)
-        channels = (x_shape[1],) if len(x_shape) > 1 else ()
-        spatial = list(range(2, len(x_shape)))
-        if op == "group_norm":
-            return (f"R.op.nn.group_norm({a(0)}, {self.default(ins[1], channels, dt, 'ones')}, "
-                    f"{self.default(ins[2], channels, dt, 'zeros')}, num_groups={attrs['num_groups']}, "
-                    f"channel_axis=1, axes={spatial}, epsilon={attrs['eps']!r})")
-        if op == "instance_norm":
-            return (f"R.op.nn.instance_norm({a(0)}, {self.default(ins[1], channels, dt, 'ones')}, "
-                    f"{self.default(ins[2], channels, dt, 'zeros')}, channel_axis=1, axes={spatial}, "
-                    f"epsilon={attrs['eps']!r})")
+            if op == "rms_norm":
+                if ins[1] is not None:  # PyTorch computes with the weight in the promoted dtype (opmath)
+                    dt = promote_types(value_dtype(self.typed, ins[0]), value_dtype(self.typed, ins[1]))
+                    x = self.operand(ins[0], dt)
+                w = self.param(ins[1], shape, dt, "ones", f"{name_of(node.id)}_weight")
+                return f"R.op.nn.rms_norm({x}, {w}, axes={axes}, epsilon={eps!r})"
+            w = self.param(ins[1], shape, dt, "ones", f"{name_of(node.id)}_weight")
+            b = self.param(ins[2], shape, dt, "zeros", f"{name_of(node.id)}_bias")
+            return f"R.op.nn.layer_norm({x}, {w}, {b}, axes={axes}, epsilon={eps!r})"
+        channels, spatial = (x_shape[1],), list(range(2, len(x_shape)))
         if op == "batch_norm":
-            return (f"R.TupleGetItem(R.op.nn.batch_norm({a(0)}, {self.default(ins[3], channels, dt, 'ones')}, "
-                    f"{self.default(ins[4], channels, dt, 'zeros')}, {a(1)}, {a(2)}, axis=1, "
-                    f"epsilon={attrs['eps']!r}, training=False), 0)")
-        if op in ("conv1d", "conv2d", "conv3d"):
-            stride, padding, dilation, groups = conv_attrs(int(op[4]), attrs)
-            conv = (f"R.op.nn.{op}({a(0)}, {a(1)}, strides={list(stride)}, padding={list(padding)}, "
-                    f"dilation={list(dilation)}, groups={groups})")
-            if ins[2] is None:
-                return conv
-            bias_shape = [1, -1] + [1] * (len(x_shape) - 2)
-            return f"R.op.add({conv}, R.op.reshape({a(2)}, {bias_shape}))"
-        if op == "linear":
-            return f"R.op.linear({a(0)}, {a(1)}{'' if ins[2] is None else ', ' + a(2)})"
-        if op in ("matmul", "bmm"):
-            return f"R.op.matmul({a(0)}, {a(1)})"
+            w = self.param(ins[3], channels, dt, "ones", f"{name_of(node.id)}_weight")
+            b = self.param(ins[4], channels, dt, "zeros", f"{name_of(node.id)}_bias")
+            m, v = self.operand(ins[1], dt), self.operand(ins[2], dt)
+            bn = self.emit(f"R.op.nn.batch_norm({x}, {w}, {b}, {m}, {v}, axis=1, epsilon={eps!r}, training=False)",
+                           f"{name_of(node.id)}_bn")
+            return f"R.TupleGetItem({bn}, 0)"
+        w = self.param(ins[1], channels, dt, "ones", f"{name_of(node.id)}_weight")
+        b = self.param(ins[2], channels, dt, "zeros", f"{name_of(node.id)}_bias")
+        if op == "group_norm":
+            return (f"R.op.nn.group_norm({x}, {w}, {b}, num_groups={attrs['num_groups']}, channel_axis=1, "
+                    f"axes={spatial}, epsilon={eps!r})")
+        if op == "instance_norm":
+            return f"R.op.nn.instance_norm({x}, {w}, {b}, channel_axis=1, axes={spatial}, epsilon={eps!r})"
         raise NotImplementedError(f"no Relax lowering for op {op!r}")
 
+    def product(self, node: Node, dt: str, attrs: dict[str, Any], x_shape: tuple[int, ...]) -> str:
+        """Conv, linear, matmul: low-precision operands accumulate in float32 (out_dtype), as TVM's PyTorch frontend emits them."""
+        ins = list(node.inputs) + [None]
+        acc = accumulate_dtype(node.op, dt)
+        out_dtype = "" if acc == dt else f", out_dtype={acc!r}"
+        a, b = self.operand(ins[0], dt), self.operand(ins[1], dt)
+        bias = None if ins[2] is None else self.operand(ins[2], acc)
+        if node.op == "linear":
+            return f"R.op.linear({a}, {b}{'' if bias is None else ', ' + bias}{out_dtype})"
+        if node.op in ("matmul", "bmm"):
+            return f"R.op.matmul({a}, {b}{out_dtype})"
+        stride, padding, dilation, groups = conv_attrs(int(node.op[4]), attrs)
+        conv = (f"R.op.nn.{node.op}({a}, {b}, strides={list(stride)}, padding={list(padding)}, "
+                f"dilation={list(dilation)}, groups={groups}{out_dtype})")
+        if bias is None:
+            return conv
+        conv = self.emit(conv, f"{name_of(node.id)}_conv")
+        shaped = self.emit(f"R.op.reshape({bias}, {[1, -1] + [1] * (len(x_shape) - 2)})", f"{name_of(node.id)}_bias")
+        return f"R.op.add({conv}, {shaped})"
+
     def var(self, node: Node, dt: str, attrs: dict[str, Any], shape: tuple[int, ...]) -> str:
-        """Variance: R.op.variance, or TVM's own variance formula with the corrected divisor."""
+        """Variance: R.op.variance, or TVM's own variance formula (mean of squared deviations) with n - correction."""
         axis, keep, corr = _dims(attrs["dims"]), bool(attrs["keepdim"]), attrs["correction"]
         x = self.operand(node.inputs[0], dt)
         if not corr:
             return f"R.op.variance({x}, axis={axis}, keepdims={keep})"
-        dims = range(len(shape)) if attrs["dims"] is None else [int(d) % len(shape) for d in attrs["dims"]]
+        dims = set(range(len(shape)) if attrs["dims"] is None else (int(d) % len(shape) for d in attrs["dims"]))
         count = 1
-        for d in set(dims):
+        for d in dims:
             count *= shape[d]
-        dev = self.bind(f"{name_of(node.id)}_dev", f"R.op.subtract({x}, R.op.mean({x}, axis={axis}, keepdims=True))")
-        sq = f"R.op.sum(R.op.multiply({dev}, {dev}), axis={axis}, keepdims={keep})"
-        return f"R.op.divide({sq}, R.const({float(count - corr)!r}, {dt!r}))"
+        hint = name_of(node.id)
+        mean = self.emit(f"R.op.mean({x}, axis={axis}, keepdims=True)", f"{hint}_mean")
+        dev = self.emit(f"R.op.subtract({x}, {mean})", f"{hint}_dev")
+        sq = self.emit(f"R.op.multiply({dev}, {dev})", f"{hint}_sq")
+        total = self.emit(f"R.op.sum({sq}, axis={axis}, keepdims={keep})", f"{hint}_sum")
+        return f"R.op.divide({total}, R.const({float(count - corr)!r}, {dt!r}))"
 
-    def rms_norm(self, node: Node, dt: str, attrs: dict[str, Any]) -> str:
-        """rms_norm; a weight of another dtype multiplies the normalized input after promotion (as PyTorch)."""
-        shape = tuple(attrs["normalized_shape"])
-        axes = list(range(-len(shape), 0))
-        x_dt = value_dtype(self.typed, node.inputs[0])  # type: ignore[arg-type]
-        w = node.inputs[1] if len(node.inputs) > 1 else None
-        if w is None or value_dtype(self.typed, w) == x_dt:  # type: ignore[arg-type]
-            return (f"R.op.nn.rms_norm({self.operand(node.inputs[0], dt)}, {self.default(w, shape, dt, 'ones')}, "
-                    f"axes={axes}, epsilon={attrs['eps']!r})")
-        normed = (f"R.op.nn.rms_norm({name_of(node.inputs[0])}, R.op.ones({list(shape)!r}, {x_dt!r}), "  # type: ignore[arg-type]
-                  f"axes={axes}, epsilon={attrs['eps']!r})")
-        return f"R.op.multiply(R.op.astype({normed}, {dt!r}), {self.operand(w, dt)})"
+
+def accumulate_dtype(op: str, dtype: str) -> str:
+    """The dtype a node's Relax op yields: float32 (its out_dtype) for low-precision conv/linear/matmul."""
+    return "float32" if op in ACCUMULATING and dtype in LOW_PRECISION else dtype
 
 
 def _dims(dims: Any) -> str:
@@ -160,7 +209,7 @@ def _dims(dims: Any) -> str:
 
 
 def render_module(graph: Graph) -> str:
-    """`def build_module():` building the graph as a Relax IRModule with R.BlockBuilder, one emit per node."""
+    """`def build_module():` building the graph as a Relax IRModule with R.BlockBuilder, in A-normal form."""
     typed = infer(graph)
     low = _Lowering(typed)
     lines = ["def build_module():", '    """The graph as a Relax IRModule (explicit casts where PyTorch promotes)."""',
@@ -172,13 +221,10 @@ def render_module(graph: Graph) -> str:
     lines += [f"    with bb.function('main', [{params}]):", "        with bb.dataflow():"]
     for node in graph.nodes:
         breaks = typed.nodes[node.id].chain_break
-        expr = low.lower(node)
         if breaks is not None:
             lines.append(f"            # chain break bridged: {breaks.activation_dtype} activation cast to "
                          f"the {breaks.param_dtype} parameters' dtype (PyTorch raises here)")
-        lines += [f"            {line}" for line in low.lines]
-        low.lines.clear()
-        lines.append(f"            {name_of(node.id)} = bb.emit({expr}, {node.id!r})")
+        lines += [f"            {line}" for line in low.lower(node)]
     outs = ", ".join(name_of(o) for o in graph.outputs)
     lines += [f"            outputs = bb.emit_output(R.Tuple([{outs}]))", "        bb.emit_func_output(outputs)",
               "    return bb.get()"]
@@ -210,7 +256,7 @@ def run_module(vm, inputs):
     args = []
     for name, dtype in PARAM_DTYPES.items():
         value = np.asarray(inputs[name], dtype=np.float64).astype(TVM_DTYPES.get(dtype, dtype))
-        args.append(tvm.runtime.tensor(np.ascontiguousarray(value), tvm.cpu()))
+        args.append(tvm.runtime.tensor(np.array(value, order="C"), tvm.cpu()))  # keeps 0-dim shapes
     outs = vm["main"](*args)
     arrays = [o.numpy() for o in outs]
     return [a.astype(np.float64) for a in arrays], [str(o.dtype) for o in outs]

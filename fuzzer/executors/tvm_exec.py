@@ -1,0 +1,146 @@
+"""TVM Relax executors on the CPU: the graph lowered with R.BlockBuilder, a named pass pipeline, tvm.compile, the Relax VM.
+
+A configuration is a pipeline name: PIPELINES maps it to the relax.transform passes applied before
+tvm.compile (each a pass name, or a (name, kwargs) pair). The repro script holds the same list as PASSES.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any, Union
+
+import numpy as np
+
+from ..ir import Graph, canonical, graph_to_json
+from .base import Executor, Inputs, Unsupported
+from .tvm_render import bridged, render_runtime
+
+PassEntry = Union[str, tuple[str, dict[str, Any]]]
+
+# pipeline name -> relax.transform passes applied (in order) before tvm.compile's own pipeline.
+PIPELINES: dict[str, tuple[PassEntry, ...]] = {
+    "default": (),
+    "decompose": ("DecomposeOpsForTraining",),
+    "decompose-inference": ("DecomposeOpsForInference",),
+}
+
+# Messages of TVM errors that state a backend limitation (an op/dtype it cannot lower), not a wrong answer.
+LIMITATION_PATTERNS = (
+    "not supported",
+    "unsupported",
+    "does not support",
+    "not implemented",
+    "only support",
+    "cannot handle",
+    "must be float, but got",
+)
+
+
+class TVMExecutor(Executor):
+    """Compiles the rendered Relax module with one pipeline for target llvm and runs it on tvm.cpu()."""
+
+    group = "tvm"
+    requires = ("tvm",)
+
+    def __init__(self, pipeline: str = "default", cache_size: int = 32) -> None:
+        if pipeline not in PIPELINES:
+            raise KeyError(f"unknown TVM pipeline {pipeline!r} (known: {', '.join(PIPELINES)})")
+        self.pipeline = pipeline
+        self.passes = PIPELINES[pipeline]
+        self.name = f"tvm/{pipeline}"
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, tuple[dict[str, Any], Any]] = OrderedDict()
+
+    def packages(self) -> tuple[str, ...]:
+        return ("apache-tvm", "ml_dtypes")
+
+    def settings(self) -> dict[str, Any]:
+        return {"pipeline": self.pipeline, "passes": render_passes(self.passes), "target": "llvm",
+                "opt_level": 3, "device": "cpu"}
+
+    def namespace(self) -> dict[str, Any]:
+        """Globals the rendered source runs in (the imports of the repro script)."""
+        import ml_dtypes
+        import tvm
+        from tvm import relax
+
+        return {"tvm": tvm, "R": relax, "np": np, "ml_dtypes": ml_dtypes}
+
+    def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any]:
+        key = canonical(graph_to_json(graph))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        namespace = self.namespace()
+        exec(compile(render_runtime(graph), f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
+        prepared = (namespace, namespace["compile_module"](list(self.passes)))
+        self._cache[key] = prepared
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return prepared
+
+    def execute(self, prepared: tuple[dict[str, Any], Any], graph: Graph,
+                inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
+        namespace, vm = prepared
+        outputs, dtypes = namespace["run_module"](vm, inputs)
+        chains = bridged(graph)
+        return outputs, dtypes, ({"bridged_chain_breaks": chains} if chains else {})
+
+    def classify(self, stage: str, exc: BaseException) -> str:
+        """Unsupported: our own Unsupported, or a TVM error (at compile) whose message states a limitation."""
+        if isinstance(exc, Unsupported):
+            return "unsupported"
+        if stage == "compile" and is_tvm_error(exc) and is_limitation(str(exc)):
+            return "unsupported"
+        return "error"
+
+    # ---- repro script
+    ROUND_TO = '''
+        def round_to(values, dtype):
+            """Round float64 values to `dtype` as TVM receives them (numpy / ml_dtypes casts, RNE); back as float64."""
+            values = np.asarray(values, dtype=np.float64)
+            if dtype.startswith("int"):
+                return np.trunc(values)
+            return values.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype).astype(np.float64)
+        '''
+
+    def repro_imports(self) -> str:
+        """Import lines of the script, and the pass list under test (PASSES) where a reader sees it first."""
+        return ("import ml_dtypes\nimport tvm\nfrom tvm import relax as R\n\n"
+                "# The Relax passes applied before tvm.compile; PASSES = [] is TVM's default pipeline.\n"
+                f"PASSES = {render_passes(self.passes)}\n")
+
+    def repro_parts(self, graph: Graph) -> Any:
+        from ..export import ReproParts
+
+        body = (render_runtime(graph) + "\n\ndef run_backend(inputs):\n"
+                '    """Compile with PASSES and run: (float64 outputs, dtype names)."""\n'
+                "    return run_module(compile_module(PASSES), inputs)\n")
+        return ReproParts(self.repro_imports(), self.ROUND_TO, body, self.policy_graph(graph), self.describe(),
+                          self.env() or None)
+
+
+def render_passes(passes: tuple[PassEntry, ...] | list[PassEntry]) -> str:
+    """A pass list as Python source (double-quoted names, (name, kwargs) tuples)."""
+    items = [json.dumps(p) if isinstance(p, str) else f"({json.dumps(p[0])}, {p[1]!r})" for p in passes]
+    return "[" + ", ".join(items) + "]"
+
+
+def is_tvm_error(exc: BaseException) -> bool:
+    """True for errors TVM raised: its own error classes, or a builtin one thrown from TVM's Python or C++ code."""
+    if (type(exc).__module__ or "").startswith(("tvm", "tvm_ffi")):
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if "tvm_ffi" in filename or "/tvm/" in filename or filename.endswith((".cc", ".h", ".pxi")):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def is_limitation(message: str) -> bool:
+    """True when a TVM error message states that an op or dtype is not supported."""
+    text = message.lower()
+    return any(p in text for p in LIMITATION_PATTERNS)
