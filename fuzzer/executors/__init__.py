@@ -6,6 +6,7 @@ import importlib
 from typing import Any
 
 from .base import Executor, Unsupported
+from .neuron import registry_entries as neuron_registry_entries
 
 # name -> ("module:Class", constructor kwargs). The one list to touch when adding a configuration.
 REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
@@ -13,11 +14,16 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "emulated": ("fuzzer.executors.reference:EmulatedExecutor", {}),
     "torch/eager": ("fuzzer.executors.torch_exec:TorchExecutor", {}),
     "torch/autocast": ("fuzzer.executors.torch_exec:TorchAutocastExecutor", {}),
+    "xla/native": ("fuzzer.executors.xla_exec:XlaExecutor", {}),
+    "xla/bf16-model": ("fuzzer.executors.xla_exec:XlaBf16ModelExecutor", {}),
+    "xla/autocast": ("fuzzer.executors.xla_exec:XlaAutocastExecutor", {}),
+    "xla/legacy-bf16": ("fuzzer.executors.xla_exec:XlaLegacyBf16Executor", {}),  # own worker: env sets XLA_USE_BF16
     "debug/faults": ("fuzzer.executors.faults:FaultExecutor", {}),
     "tvm/default": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "default"}),
     "tvm/decompose": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose"}),
     "tvm/decompose-inference": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose-inference"}),
 }
+REGISTRY.update(neuron_registry_entries())  # neuron/<setting>: one per row of neuron.NEURON_SETTINGS
 
 ORACLE_EXECUTORS = ("reference", "emulated")
 HIDDEN = ("debug/faults",)  # never selected by default; name them explicitly

@@ -1,17 +1,81 @@
-"""PyTorch executors on the CPU: declared dtypes (eager) and bf16 autocast. XLA executors build on these hooks."""
+"""PyTorch executors on the CPU: declared dtypes (eager) and bf16 autocast. XLA executors build on these hooks.
+
+A precision policy is a graph rewrite (`policy_graph`): the graph whose declared dtypes the configuration
+promises. The rewrites shared by the torch and XLA policies live here.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from .. import outcome as oc
 from ..dtypes import is_float
-from ..ir import Graph, Input
+from ..ir import Graph, Input, Node, infer
+from ..ops import ValueInfo
 from .base import Executor, Inputs
 from .torch_render import render_function
+
+# torch.autocast op lists, restricted to the IR's ops. Measured on torch 2.9.1 / torch_xla 2.9.0 and
+# checked by tests/test_xla_executors.py (the policy graph's dtypes must match what autocast returns).
+AUTOCAST_LOWER = frozenset({"conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm"})
+CPU_AUTOCAST_FP32: frozenset[str] = frozenset()  # CPU's fp32 list holds none of the IR's ops (softmax, norms run as given)
+
+
+def _value_types(inputs: tuple[Input, ...], nodes: list[Node]) -> dict[str, ValueInfo]:
+    """Static types of the values of a partial graph."""
+    probe = next((i.name for i in inputs if i.kind == "tensor"), None)
+    if probe is None:
+        return {}
+    return infer(Graph(inputs, tuple(nodes), (probe,))).values
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
+
+
+def autocast_graph(graph: Graph, lower: frozenset[str], fp32: frozenset[str], dtype: str = "bfloat16") -> Graph:
+    """The graph autocast runs: float operands of lower-list ops cast to `dtype`, of fp32-list ops to float32.
+
+    Like autocast's cached_cast, only eligible tensors are cast (floating point, not float64; Python scalars
+    never); every other op runs on whatever dtypes reach it, with PyTorch promotion.
+    """
+    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+    nodes: list[Node] = []
+    casts: dict[tuple[str, str], str] = {}
+    for node in graph.nodes:
+        target = dtype if node.op in lower else ("float32" if node.op in fp32 else None)
+        if target is None:
+            nodes.append(node)
+            continue
+        values = _value_types(graph.inputs, nodes)
+        operands: list[Any] = []
+        for operand in node.inputs:
+            info = values.get(operand) if isinstance(operand, str) else None
+            if info is None or info.is_scalar or not is_float(info.dtype) or info.dtype in ("float64", target):
+                operands.append(operand)
+                continue
+            if (operand, target) not in casts:
+                casts[(operand, target)] = _fresh(f"{operand}_to_{target}", taken)
+                nodes.append(Node(casts[(operand, target)], "astype", (operand,), {"dtype": target}))
+            operands.append(casts[(operand, target)])
+        nodes.append(replace(node, inputs=tuple(operands)))
+    return Graph(graph.inputs, tuple(nodes), graph.outputs)
+
+
+def recast_inputs(graph: Graph, role: str, dtype: str) -> Graph:
+    """The graph with every floating-point tensor input of `role` declared as `dtype` (model.to(dtype) for params)."""
+    inputs = tuple(replace(i, dtype=dtype) if i.role == role and i.kind == "tensor" and is_float(i.dtype) else i
+                   for i in graph.inputs)
+    return Graph(inputs, graph.nodes, graph.outputs)
 
 
 class TorchExecutor(Executor):
@@ -20,13 +84,25 @@ class TorchExecutor(Executor):
     name = "torch/eager"
     group = "torch"
     requires = ("torch",)
-    policy = "eager"
+    policy = "declared"  # policy label: executors with one label promise the same dtypes (dtype-divergence oracle)
 
     def packages(self) -> tuple[str, ...]:
         return ("torch",)
 
     def settings(self) -> dict[str, Any]:
         return {"policy": self.policy, "device": "cpu"}
+
+    def describe(self) -> dict[str, Any]:
+        if getattr(self, "_described", None) is None:
+            self._described = super().describe()
+        return self._described
+
+    def run_case(self, graph: Graph, input_sets: list[Inputs]) -> list[oc.Outcome]:
+        """Base run_case; every outcome records the executor's description (device, versions, settings)."""
+        outcomes = super().run_case(graph, input_sets)
+        for o in outcomes:
+            o.info.setdefault("describe", self.describe())
+        return outcomes
 
     # ---- hooks
     def device(self) -> Any:
@@ -111,7 +187,11 @@ class TorchExecutor(Executor):
                 + self.repro_call()
                 + "    return ([o.detach().to('cpu').double().numpy() for o in outs],\n"
                 "            [str(o.dtype).replace('torch.', '') for o in outs])\n")
-        return ReproParts(self.repro_imports(), self.ROUND_TO, body, policy, self.describe(), self.env() or None)
+        return ReproParts(self.repro_imports(), self.ROUND_TO, body, policy, self.describe(), self.repro_env() or None)
+
+    def repro_env(self) -> dict[str, str]:
+        """Environment the script sets (with setdefault) before importing the backend."""
+        return self.env()
 
 
 class TorchAutocastExecutor(TorchExecutor):
@@ -124,6 +204,9 @@ class TorchAutocastExecutor(TorchExecutor):
         import torch
 
         return torch.autocast("cpu", dtype=torch.bfloat16)
+
+    def policy_graph(self, graph: Graph) -> Graph:
+        return autocast_graph(graph, AUTOCAST_LOWER, CPU_AUTOCAST_FP32)
 
     def repro_call(self) -> str:
         return ("    with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):\n"
