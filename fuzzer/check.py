@@ -14,7 +14,7 @@ from oracles.findings import Finding
 
 from .dtypes import round_to
 from .executors import ORACLE_EXECUTORS
-from .interpret import evaluate
+from .interpret import evaluate, ideal_values
 from .ir import Case, Graph, TypedGraph, canonical, graph_to_json, infer, input_values
 from .isolation import ExecutorPool
 from .outcome import Outcome
@@ -61,13 +61,6 @@ def _policy_inputs(policy: Graph, inputs: dict[str, np.ndarray]) -> dict[str, np
     return out
 
 
-def _ideals(policy: Graph, inputs: dict[str, np.ndarray]) -> dict[str, list[np.ndarray]]:
-    """Per value, the two ideal implementations: exact math rounded per op, and float32 arithmetic rounded per op."""
-    exact = evaluate(policy, inputs, rounded=True)
-    fp32 = evaluate(policy, inputs, rounded=True, arithmetic="float32")
-    return {k: [exact[k], fp32[k]] for k in exact}
-
-
 class Checker:
     """Runs cases on a pool of executors and applies the oracles; reuse it across cases (warm workers)."""
 
@@ -103,7 +96,7 @@ class Checker:
             policy = self.pool.executors[name].policy_graph(graph)
             key = canonical(graph_to_json(policy))
             if key not in ideal_cache:
-                ideal_cache[key] = [_ideals(policy, _policy_inputs(policy, s)) for s in sets]
+                ideal_cache[key] = [ideal_values(policy, _policy_inputs(policy, s)) for s in sets]
             policies[name] = infer(policy)
             judgements[name] = judge_outputs(graph, policies[name], outcomes[name], expected, ideal_cache[key])
             for f in bound_findings(name, graph, policies[name], judgements[name]):

@@ -140,3 +140,10 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
 def outputs(graph: Graph, env: Values) -> list[np.ndarray]:
     """The graph's outputs from an environment of values."""
     return [env[name] for name in graph.outputs]
+
+
+def ideal_values(graph: Graph, inputs: Values) -> dict[str, list[np.ndarray]]:
+    """Per value, two ideal implementations of the declared dtypes: exact math and float32 arithmetic, rounded per op."""
+    exact = evaluate(graph, inputs, rounded=True)
+    fp32 = evaluate(graph, inputs, rounded=True, arithmetic="float32")
+    return {k: [exact[k], fp32[k]] for k in exact}

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from fuzzer.dtypes import FLOAT_FORMATS, is_float, round_to
-from fuzzer.interpret import evaluate
+from fuzzer.interpret import evaluate, ideal_values
 from fuzzer.ir import Graph, IRError, TypedGraph, canonical, graph_to_json, infer
 from fuzzer.ops import OPS
 from fuzzer.outcome import Outcome, first_line
@@ -289,7 +289,7 @@ def effective_precision(graph: Graph, outcomes: Mapping[str, list[Outcome]], pol
                 if not is_float(reported) or reported == "float64":
                     continue
                 if exact is None:
-                    exact, ideal = evaluate(base, inputs, rounded=False), evaluate(base, inputs, rounded=True)
+                    exact, ideal = evaluate(base, inputs, rounded=False), ideal_values(base, inputs)
                 own = error_stats(actual, exact[value], ideal[value], reported)
                 if own.ratio <= 1.0 or own.nonfinite_mismatch:
                     continue
@@ -304,7 +304,7 @@ def effective_precision(graph: Graph, outcomes: Mapping[str, list[Outcome]], pol
                         infer(narrowed)
                     except IRError:
                         continue
-                    ideal_c = evaluate(narrowed, _inputs_for(narrowed, inputs), rounded=True)
+                    ideal_c = ideal_values(narrowed, _inputs_for(narrowed, inputs))
                     st = error_stats(actual, exact[value], ideal_c[value], cand)
                     per[cand] = {"max_ulp": st.max_ulp, "ratio": st.ratio}
                     if explained is None and st.ratio <= 1.0:

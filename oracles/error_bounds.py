@@ -60,8 +60,7 @@ def bound_findings(executor: str, graph: Graph, policy: TypedGraph, judgements: 
                f"the allowed error")
     return [Finding("error-bound", executor, ops, dtypes, cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
                     input_set=worst.input_set, output=worst.output, node=producer,
-                    details={"max_abs": s.max_abs, "allowed_at_worst": s.allowed_at_worst,
-                             "worst_index": s.worst_index, "violating_outputs": len(bad)})]
+                    details={"max_abs": s.max_abs, "worst_index": s.worst_index, "violating_outputs": len(bad)})]
 
 
 def localize(graph: Graph, policy: TypedGraph, probe: Outcome, expected: dict[str, np.ndarray],

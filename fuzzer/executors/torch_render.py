@@ -32,7 +32,7 @@ def reserved_names() -> frozenset[str]:
 
     fixed = {"torch", "F", "math", "np", "tvm", "R", "relax", "bb", "ml_dtypes", "os", "sys", "graph", "inputs",
              "device", "args", "outs", "rnd", "round_to", "rounded", "reference", "sliding_window_view", "Any",
-             "run_backend", "make_inputs", "main", "ulp", "allowed_error", "torch_xla", "xm"}
+             "run_backend", "make_inputs", "main", "ulp", "bound_ratio", "torch_xla", "xm"}
     return frozenset(fixed | set(keyword.kwlist) | set(dir(builtins)) | reference_helper_names())
 
 
