@@ -48,7 +48,7 @@ class CampaignConfig:
     workers: int = 1
     seeds_dir: Path | None = None  # corpus/seeds, run first
     minimize: bool = True
-    minimize_budget_s: float = 90.0
+    minimize_budget_s: float = 30.0
     timeout_s: float = 120.0
     flush_s: float = 5.0
     progress_interval_s: float = 60.0
@@ -269,6 +269,7 @@ class Campaign:
     # ------------------------------------------------------------ findings
 
     def _handle(self, finding: Finding, result: CheckResult, checker: Checker, pool: ExecutorPool) -> None:
+        """Count a repeat, or save a new finding at once (raw), then minimize it and update its files."""
         sig = finding.signature
         with self.lock:
             if sig in self.records:
@@ -280,11 +281,9 @@ class Campaign:
                 return
             self.claimed[sig] = 1
             first_seen = self.elapsed()
-        try:
-            record = self._save(finding, result, checker, pool, first_seen)
-        except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
-            record = self._record(finding, result.case, None, None, None, first_seen,
-                                  {"save_error": f"{type(exc).__name__}: {exc}"})
+        folder = self.store.root / "findings" / finding.short_id
+        save_case(result.case, folder / "original.json")
+        record = self._save(finding, result.case, pool, folder, first_seen, None)
         with self.lock:
             record["count"] = self.claimed.pop(sig)
             self.records[sig] = record
@@ -292,44 +291,58 @@ class Campaign:
             self.new_findings += 1
             self.dirty = True
         self.flush()
-
-    def _save(self, finding: Finding, result: CheckResult, checker: Checker, pool: ExecutorPool,
-              first_seen: float) -> dict[str, Any]:
-        folder = self.store.root / "findings" / finding.short_id
-        folder.mkdir(parents=True, exist_ok=True)
-        save_case(result.case, folder / "original.json")
-        case, minimized = result.case, None
         mod = _minimizer() if self.cfg.minimize else None
-        if mod is not None:
-            budget = self.cfg.minimize_budget_s
-            if self.cfg.time_s is not None:
-                budget = min(budget, max(5.0, self.cfg.time_s - (time.monotonic() - self.t_start)))
-            outcome = mod.minimize(result.case, finding.signature, checker, budget_s=budget)
-            case, minimized = outcome.case, outcome.summary()
-            finding = outcome.finding or finding
-        case_path = save_case(case, folder / "case.json")
-        if finding.executor not in self.described:
-            self.described[finding.executor] = pool.describe(finding.executor)
-        describe = self.described[finding.executor]
-        repro_path = report_path = None
+        if mod is None:
+            return
+        budget = self.cfg.minimize_budget_s
+        if self.cfg.time_s is not None:
+            budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
+        if budget < 5.0:
+            return
         try:
-            parts = create(finding.executor).repro_parts(case.graph)
-        except NotImplementedError:
-            parts = None
-        if parts is not None:
-            parts = type(parts)(**{**parts.__dict__, "describe": describe})
-            set_index = finding.input_set if finding.input_set < len(case.input_sets) else 0
-            command = f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}"
-            script = render_script(case, parts, command, set_index, report_draft.title(finding))
-            repro_path = folder / "repro.py"
-            repro_path.write_text(script)
-            repro_path.chmod(0o755)
-            report_path = folder / "report.md"
-            row = {"status": "", "max_abs": finding.details.get("max_abs")}
-            report_path.write_text(report_draft.render(case, finding, describe, row, script,
-                                                       f"python {repro_path.name}", repro_path.name))
-        return self._record(finding, case, case_path, repro_path, report_path, first_seen,
-                            {"minimized": minimized, "original": str(folder / "original.json")}, describe)
+            outcome = mod.minimize(result.case, sig, checker, budget_s=budget)
+        except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
+            update = {"minimize_error": f"{type(exc).__name__}: {exc}"}
+        else:
+            update = self._save(outcome.finding or finding, outcome.case, pool, folder, first_seen, outcome.summary())
+            update["minimized_signature"] = (outcome.finding or finding).signature
+            for key in ("signature", "count", "first_seen_s", "oracle", "executor", "variant", "id"):
+                update.pop(key, None)
+        with self.lock:
+            self.records[sig].update(update)
+            self.dirty = True
+        self.flush()
+
+    def _save(self, finding: Finding, case: Case, pool: ExecutorPool, folder: Path, first_seen: float,
+              minimized: dict[str, Any] | None) -> dict[str, Any]:
+        """Write case.json, repro.py and report.md for a finding; return its record (count 1)."""
+        case_path = save_case(case, folder / "case.json")
+        repro_path = report_path = None
+        describe: dict[str, Any] = {}
+        extra: dict[str, Any] = {"minimized": minimized, "original": str(folder / "original.json")}
+        try:
+            if finding.executor not in self.described:
+                self.described[finding.executor] = pool.describe(finding.executor)
+            describe = self.described[finding.executor]
+            try:
+                parts = create(finding.executor).repro_parts(case.graph)
+            except NotImplementedError:
+                parts = None
+            if parts is not None:
+                parts = type(parts)(**{**parts.__dict__, "describe": describe})
+                set_index = finding.input_set if finding.input_set < len(case.input_sets) else 0
+                command = f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}"
+                script = render_script(case, parts, command, set_index, report_draft.title(finding))
+                repro_path = folder / "repro.py"
+                repro_path.write_text(script)
+                repro_path.chmod(0o755)
+                report_path = folder / "report.md"
+                row = {"status": "", "max_abs": finding.details.get("max_abs")}
+                report_path.write_text(report_draft.render(case, finding, describe, row, script,
+                                                           f"python {repro_path.name}", repro_path.name))
+        except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
+            extra["save_error"] = f"{type(exc).__name__}: {exc}"
+        return self._record(finding, case, case_path, repro_path, report_path, first_seen, extra, describe)
 
     def _record(self, finding: Finding, case: Case, case_path: Path | None, repro: Path | None,
                 report: Path | None, first_seen: float, extra: dict[str, Any],
@@ -360,8 +373,8 @@ class Campaign:
         n = max(1, self.cfg.workers)
         self.alive = [0] * n
         self.restarts = [0] * n
-        groups = {create(e).group for e in self.cfg.executors if create(e).isolated}
-        self.n_backend_workers = n * len(groups)
+        self.n_backend_workers = n * len({(create(e).group, tuple(sorted(create(e).env().items())))
+                                          for e in self.cfg.executors if create(e).isolated})
         cases0, tests0 = self.state["cases"], self.state["tests"]
         errors: list[BaseException] = []
 

@@ -61,6 +61,12 @@ def _policy_inputs(policy: Graph, inputs: dict[str, np.ndarray]) -> dict[str, np
     return out
 
 
+def _explained_bounds_dropped(findings: list[Finding]) -> list[Finding]:
+    """An error-bound finding that an effective-precision finding explains (same executor) says less: drop it."""
+    explained = {f.executor for f in findings if f.oracle == "effective-precision"}
+    return [f for f in findings if not (f.oracle == "error-bound" and f.executor in explained)]
+
+
 class Checker:
     """Runs cases on a pool of executors and applies the oracles; reuse it across cases (warm workers)."""
 
@@ -88,12 +94,13 @@ class Checker:
             outcomes[name] = self.pool.run(name, graph, sets)
             seconds[name] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        ideal_cache: dict[str, list[dict[str, np.ndarray]]] = {}
+        ideal_cache: dict[str, list[dict[str, list[np.ndarray]]]] = {}
         policies: dict[str, TypedGraph] = {}
+        policy_graphs: dict[str, Graph] = {}
         judgements: dict[str, list[OutputJudgement]] = {}
         findings: list[Finding] = []
         for name in names:
-            policy = self.pool.executors[name].policy_graph(graph)
+            policy = policy_graphs[name] = self.pool.executors[name].policy_graph(graph)
             key = canonical(graph_to_json(policy))
             if key not in ideal_cache:
                 ideal_cache[key] = [ideal_values(policy, _policy_inputs(policy, s)) for s in sets]
@@ -106,7 +113,8 @@ class Checker:
                 findings.append(f)
         findings += status_oracle.judge(graph, outcomes)
         if dtype_outcomes is not None:
-            findings += dtype_outcomes.judge(graph, infer(graph), outcomes, policies, expected)
+            findings += dtype_outcomes.judge(graph, infer(graph), outcomes, policy_graphs, expected)
+        findings = _explained_bounds_dropped(findings)
         oracle_s += time.perf_counter() - t2
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s)
 

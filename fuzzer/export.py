@@ -17,7 +17,7 @@ import numpy as np
 
 from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
-from .interpret import PRELUDE, reference_functions, render_reference
+from .interpret import PRELUDE, backward_perturbation, reference_functions, render_reference
 from .ir import Case, Graph
 from .values import expression
 from oracles import bounds
@@ -83,6 +83,10 @@ def main():
     # two ideal implementations of the declared dtypes: exact math rounded per op, and float32 arithmetic
     ideal = reference(inputs, True, round_to)
     ideal32 = reference({{name: to_float32_arithmetic(value, name) for name, value in inputs.items()}}, True, round_to_float32)
+    perturb = backward_perturbation(round_to)
+    perturbed = reference({{name: perturb(value, "float64")
+                           if INPUT_KINDS[name] == "tensor" and not INPUT_DTYPES[name].startswith("int") else value
+                           for name, value in inputs.items()}}, True, perturb)
     try:
         actual, dtypes = run_backend(inputs)
     except Exception as exc:  # the bug may be that the backend raises
@@ -94,7 +98,7 @@ def main():
         want = np.asarray(expected[name], dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
         declared = OUTPUT_DTYPES[name]
-        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, [ideal[name], ideal32[name]], declared,
+        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, [ideal[name], ideal32[name], perturbed[name]], declared,
                                                       {multiplier!r}, {slack!r})
         print(f"{{name}}: dtype {{dtype}} (declared {{declared}}), shape {{list(out.shape)}}", flush=True)
         print("  expected (fp64 reference):", want.ravel()[:4], flush=True)
@@ -156,7 +160,8 @@ import sys
         "\n\n" + textwrap.dedent(parts.round_to).strip() + "\n",
         "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n" + reference_functions(graph).replace("\n\ndef ", "\n\n\ndef "),
         "\n\n" + render_reference(graph),
-        "\n\n# ---- the error bound (precfuzz oracles/bounds.py)\n\n" + inspect.getsource(bounds.ulp) + "\n\n" + inspect.getsource(bounds.bound_ratio),
+        "\n\n# ---- the error bound (precfuzz oracles/bounds.py, fuzzer/interpret.py)\n\n" + inspect.getsource(bounds.ulp)
+        + "\n\n" + inspect.getsource(bounds.bound_ratio) + "\n\n" + inspect.getsource(backward_perturbation),
         "\n\n# ---- the backend under test\n\n" + textwrap.dedent(parts.body).strip() + "\n",
         "\n" + CHECK.format(multiplier=bounds.MULTIPLIER, slack=bounds.SLACK_ULPS),
     ]

@@ -207,7 +207,10 @@ def chain_breaks(graph: Graph, typed: TypedGraph, outcomes: Mapping[str, list[Ou
         pbreaks = ptyped.chain_breaks()
         outs = outcomes[name]
         failed = next((o for o in outs if o.status in FAILED), None)
+        lowered = {n for o in outs for n in o.info.get("bridged_chain_breaks", [])}
         for node_id in sorted(set(case_breaks) | set(pbreaks)):
+            if node_id in lowered:  # precfuzz's own lowering cast it (a backend without promotion): nothing to report
+                continue
             brk = pbreaks.get(node_id) or case_breaks[node_id]
             if node_id in case_breaks:
                 trace, op = _break_trace(graph, typed, node_id), graph.node(node_id).op

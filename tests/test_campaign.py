@@ -116,3 +116,12 @@ def test_kill_minus_9_loses_no_finding_and_resumes(tmp_path: Path) -> None:
     resumed = json.loads((out / "state.json").read_text())
     assert resumed["next_index"] >= state["next_index"] and resumed["invocations"] == 2
     assert resumed["tests"] >= state["tests"] + 10
+
+
+def test_new_findings_are_saved_raw_then_minimized(tmp_path: Path) -> None:
+    Campaign(config(tmp_path, max_tests=3, minimize=True, minimize_budget_s=60.0), quiet()).run()
+    (rec,) = findings(tmp_path)
+    assert rec["oracle"] == "error-bound" and rec["minimized"]["confirmed"]
+    original = json.loads((tmp_path / rec["original"]).read_text())
+    minimized = json.loads((tmp_path / rec["case"]).read_text())
+    assert len(minimized["nodes"]) < len(original["nodes"]) and rec["nodes"] == len(minimized["nodes"])

@@ -210,3 +210,19 @@ def test_mixed_precision_norm_reports_float32_on_xla(pool: ExecutorPool) -> None
     assert {f.error_class for f in div} == {"reported-vs-policy", "same-policy"}
     same = next(f for f in div if f.error_class == "same-policy")
     assert same.against == "torch/eager" and same.dtypes == ["float32", "bfloat16"] and same.ops == ["layer_norm"]
+
+
+def test_regression_chain_breaks_bridged_by_our_own_lowering_are_not_reported() -> None:
+    """TVM's Relax lowering casts the activation itself (Relax has no promotion): that is not the backend's doing."""
+    from fuzzer.ir import Graph, Input, Node, infer
+    from fuzzer.outcome import ok
+    from oracles.dtype_outcomes import chain_breaks
+
+    x = Input("x", (1, 2, 4), "float32")
+    w = Input("w", (3, 2, 2), "bfloat16", "param")
+    graph = Graph((x, w), (Node("y", "conv1d", ("x", "w")),), ("y",))
+    typed = infer(graph)
+    bridged = ok([np.zeros((1, 3, 3))], ["bfloat16"], info={"bridged_chain_breaks": ["y"]})
+    accepted = ok([np.zeros((1, 3, 3))], ["bfloat16"])
+    found = chain_breaks(graph, typed, {"tvm/default": [bridged], "xla/other": [accepted]}, {})
+    assert [(f.executor, f.error_class) for f in found] == [("xla/other", "accepted")]

@@ -20,7 +20,8 @@ def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=None, help="parallel lanes (default: the cores available)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per executor call before it counts as a hang")
     parser.add_argument("--no-minimize", action="store_true", help="save findings without minimizing them")
-    parser.add_argument("--minimize-budget", type=float, default=90.0, help="seconds to minimize each new finding")
+    parser.add_argument("--minimize-budget", type=float, default=30.0,
+                        help="seconds to minimize each new finding (it is saved unminimized first)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
