@@ -1,7 +1,9 @@
 """Fuzz campaigns: parallel lanes of warm executor workers, deduplicated findings saved at once, resumable.
 
 Each lane is a thread owning its own ExecutorPool (its own backend worker processes); lanes share the
-generator position, the dedup table and the store under one lock. Backends run in subprocesses, so the
+generator position, the dedup table and the store under one lock. A new finding is saved at once,
+unminimized; one more lane minimizes new findings in order and rewrites their files, so fuzzing never waits
+for a minimization (a resumed campaign finishes the ones an earlier run did not get to). Backends run in subprocesses, so the
 GIL only serializes generation, the numpy reference and the oracles. The state needed to resume (generator
 position, cases handed out but unfinished, counters) is flushed atomically every few seconds and at
 every new finding; a case interrupted by `kill -9` is simply run again on resume.
@@ -10,6 +12,7 @@ every new finding; a case interrupted by `kill -9` is simply run again on resume
 from __future__ import annotations
 
 import importlib.util
+import queue
 import shlex
 import threading
 import time
@@ -107,6 +110,7 @@ class Campaign:
         self.order: list[str] = []
         self.claimed: dict[str, int] = {}  # signatures being minimized/saved -> hits meanwhile
         self.described: dict[str, dict[str, Any]] = {}
+        self.to_minimize: queue.Queue[str] = queue.Queue()
         self.backend_s: Counter[str] = Counter()
         self.tests_by_executor: Counter[str] = Counter()
         self.new_findings = 0
@@ -291,27 +295,55 @@ class Campaign:
             self.new_findings += 1
             self.dirty = True
         self.flush()
-        mod = _minimizer() if self.cfg.minimize else None
-        if mod is None:
-            return
+        if self.cfg.minimize:
+            self.to_minimize.put(sig)
+
+    def _minimize_one(self, sig: str, checker: Checker, pool: ExecutorPool) -> None:
+        """Minimize a saved finding from its original case and update its files and record."""
+        mod = _minimizer()
+        with self.lock:
+            rec = dict(self.records[sig])
         budget = self.cfg.minimize_budget_s
         if self.cfg.time_s is not None:
             budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
-        if budget < 5.0:
+        if mod is None or budget < 5.0:
             return
+        folder = self.store.root / "findings" / rec["id"]
         try:
-            outcome = mod.minimize(result.case, sig, checker, budget_s=budget)
+            original = load_case(folder / "original.json")
+            outcome = mod.minimize(original, sig, checker, budget_s=budget)
         except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
             update = {"minimize_error": f"{type(exc).__name__}: {exc}"}
         else:
-            update = self._save(outcome.finding or finding, outcome.case, pool, folder, first_seen, outcome.summary())
-            update["minimized_signature"] = (outcome.finding or finding).signature
-            for key in ("signature", "count", "first_seen_s", "oracle", "executor", "variant", "id"):
-                update.pop(key, None)
+            if outcome.finding is None:
+                update = {"minimized": outcome.summary()}
+            else:
+                update = self._save(outcome.finding, outcome.case, pool, folder, rec["first_seen_s"], outcome.summary())
+                update["minimized_signature"] = outcome.finding.signature
+                for key in ("signature", "count", "first_seen_s", "oracle", "executor", "variant", "id"):
+                    update.pop(key, None)
         with self.lock:
             self.records[sig].update(update)
             self.dirty = True
         self.flush()
+
+    def _minimizer_lane(self, fuzzing_done: threading.Event) -> None:
+        """Minimize new findings one at a time, beside the fuzzing lanes, with a pool of its own."""
+        with ExecutorPool(self.cfg.executors, timeout=self.cfg.timeout_s, max_calls=self.cfg.max_calls_per_worker,
+                          log_dir=self.store.root / "logs",
+                          extra_env=lane_env(max(1, self.cfg.workers), self.cfg.executors)) as pool:
+            checker = Checker(pool)
+            while True:
+                if self.stop.is_set() or (self.cfg.time_s is not None
+                                          and time.monotonic() - self.t_start >= self.cfg.time_s):
+                    return
+                try:
+                    sig = self.to_minimize.get(timeout=0.5)
+                except queue.Empty:
+                    if fuzzing_done.is_set():
+                        return
+                    continue
+                self._minimize_one(sig, checker, pool)
 
     def _save(self, finding: Finding, case: Case, pool: ExecutorPool, folder: Path, first_seen: float,
               minimized: dict[str, Any] | None) -> dict[str, Any]:
@@ -386,13 +418,29 @@ class Campaign:
                 self.stop.set()
 
         threads = [threading.Thread(target=lane, args=(k,), name=f"lane-{k}", daemon=True) for k in range(n)]
+        fuzzing_done = threading.Event()
+        if self.cfg.minimize:
+            for rec in self.records.values():  # resumed campaign: finish what an earlier run did not minimize
+                if rec.get("minimized") is None and "minimize_error" not in rec:
+                    self.to_minimize.put(rec["signature"])
+
+            def minimizer() -> None:
+                try:
+                    self._minimizer_lane(fuzzing_done)
+                except BaseException as exc:  # noqa: BLE001
+                    errors.append(exc)
+                    self.stop.set()
+
+            threads.append(threading.Thread(target=minimizer, name="minimizer", daemon=True))
         for t in threads:
             t.start()
         last_flush = time.monotonic()
         try:
             while any(t.is_alive() for t in threads):
+                if not any(t.is_alive() for t in threads[:n]):
+                    fuzzing_done.set()
                 for t in threads:
-                    t.join(timeout=0.5)
+                    t.join(timeout=0.5 / len(threads))
                 self.progress.update(self.snapshot())
                 if time.monotonic() - last_flush >= self.cfg.flush_s:
                     self.flush()

@@ -328,7 +328,7 @@ def effective_precision(graph: Graph, outcomes: Mapping[str, list[Outcome]], pol
         found.append(Finding(
             "effective-precision", name, [_producer(graph, value)], [reported, explained], f"{reported}-carries-{explained}",
             msg, ratio=own.ratio, max_ulp=own.max_ulp, input_set=k, output=value,
-            node=value if value in {n.id for n in graph.nodes} else "",
+            node=value if value in {n.id for n in graph.nodes} else "", per_op=False,
             details={"candidates": per, "device_dtype": device, "reported": reported, "describe": _describe(outcomes[name])}))
     return found
 

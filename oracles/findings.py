@@ -24,6 +24,7 @@ class Finding:
     output: str = ""
     node: str = ""  # node id at fault, when localized
     details: dict[str, Any] = field(default_factory=dict)
+    per_op: bool = True  # False: one root cause whatever op shows it (the signature leaves the ops out)
 
     @property
     def variant(self) -> str:
@@ -33,7 +34,8 @@ class Finding:
     @property
     def signature(self) -> str:
         """Stable dedup key: oracle, executor, ops and dtypes at fault, error class."""
-        body = "|".join([self.oracle, self.executor, "+".join(self.ops), ",".join(self.dtypes), self.error_class])
+        ops = "+".join(self.ops) if self.per_op else "*"
+        body = "|".join([self.oracle, self.executor, ops, ",".join(self.dtypes), self.error_class])
         if self.against:
             body += f"|vs:{self.against}"
         return body
