@@ -311,7 +311,8 @@ class Campaign:
         folder = self.store.root / "findings" / rec["id"]
         try:
             original = load_case(folder / "original.json")
-            outcome = mod.minimize(original, sig, checker, budget_s=budget)
+            hint = f"{sig}|vs:{rec['against']}" if rec.get("against") else sig  # which comparator to run
+            outcome = mod.minimize(original, hint, checker, budget_s=budget)
         except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
             update = {"minimize_error": f"{type(exc).__name__}: {exc}"}
         else:

@@ -106,29 +106,48 @@ class Checker:
                 ideal_cache[key] = [ideal_values(policy, _policy_inputs(policy, s)) for s in sets]
             policies[name] = infer(policy)
             judgements[name] = judge_outputs(graph, policies[name], outcomes[name], expected, ideal_cache[key])
-            for f in bound_findings(name, graph, policies[name], judgements[name]):
-                if self.localize_faults:
-                    f = self._localize(f, name, graph, policy, sets[f.input_set], expected[f.input_set],
-                                       ideal_cache[key][f.input_set])
-                findings.append(f)
+            findings += bound_findings(name, graph, policies[name], judgements[name])
         findings += status_oracle.judge(graph, outcomes)
         if dtype_outcomes is not None:
             findings += dtype_outcomes.judge(graph, infer(graph), outcomes, policy_graphs, expected)
         findings = _explained_bounds_dropped(findings)
+        if self.localize_faults:
+            probes: dict[tuple[str, int], Outcome] = {}
+            for k, f in enumerate(findings):
+                if f.oracle == "error-bound" or (f.oracle == "dtype-divergence" and f.error_class == "reported-vs-policy"):
+                    key = canonical(graph_to_json(policy_graphs[f.executor]))
+                    findings[k] = self._localize(f, graph, policy_graphs[f.executor], sets[f.input_set],
+                                                 expected[f.input_set], ideal_cache[key][f.input_set], probes)
         oracle_s += time.perf_counter() - t2
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s)
 
-    def _localize(self, finding: Finding, name: str, graph: Graph, policy: Graph, inputs: dict[str, np.ndarray],
-                  expected: dict[str, np.ndarray], ideal: dict[str, list[np.ndarray]]) -> Finding:
-        """Pin an error-bound finding on the first node whose own output breaks the bound (one probe run)."""
+    def _localize(self, finding: Finding, graph: Graph, policy: Graph, inputs: dict[str, np.ndarray],
+                  expected: dict[str, np.ndarray], ideal: dict[str, list[np.ndarray]],
+                  probes: dict[tuple[str, int], Outcome]) -> Finding:
+        """Pin a finding on the first node whose own output shows it, from one probe run outputting every node.
+
+        Error bounds: the first node whose result breaks the bound. Dtype divergences: the first node whose
+        reported dtype differs from the policy's. Fusion may differ in a probe; if no node shows it, the
+        finding keeps the output it was seen on (details: localized False).
+        """
         probe_names = probe_outputs(graph)
         if len(probe_names) <= 1:
             return finding
         probe = Graph(graph.inputs, graph.nodes, tuple(probe_names))
-        outcome = self.pool.run(name, probe, [inputs])[0]
+        slot = (finding.executor, finding.input_set)
+        if slot not in probes:
+            probes[slot] = self.pool.run(finding.executor, probe, [inputs])[0]
+        outcome = probes[slot]
         typed = infer(policy)
-        node = localize(probe, typed, outcome, expected, ideal)
+        if finding.oracle == "error-bound":
+            node = localize(probe, typed, outcome, expected, ideal)
+        else:
+            node = next((n for n, d in zip(probe_names, outcome.dtypes or []) if d != typed.values[n].dtype), None) \
+                if outcome.ok else None
         if node is None:
             return replace(finding, details={**finding.details, "localized": False})
         ops, dtypes = node_signature(graph, typed, node)
+        if finding.oracle == "dtype-divergence":
+            reported = dict(zip(probe_names, outcome.dtypes or []))[node]
+            dtypes = [typed.values[node].dtype, reported]
         return replace(finding, ops=ops, dtypes=dtypes, node=node, details={**finding.details, "localized": True})

@@ -102,7 +102,8 @@ def status_divergence(graph: Graph, outcomes: Mapping[str, list[Outcome]], polic
         for k, out in enumerate(outcomes[name]):
             if out.status not in FAILED:
                 continue
-            ran = [n for n in names if n != name and k < len(outcomes[n]) and outcomes[n][k].ok]
+            ran = [n for n in names if n != name and k < len(outcomes[n]) and outcomes[n][k].ok
+                   and not outcomes[n][k].info.get("bridged_chain_breaks")]  # our lowering's casts prove nothing
             if not ran:
                 continue
             backend = name.split("/")[0]
@@ -114,7 +115,7 @@ def status_divergence(graph: Graph, outcomes: Mapping[str, list[Outcome]], polic
             predicted = bool(breaks) and cls == "dtype-mismatch"
             other = outcomes[against][k]
             msg = (f"{name} fails ({cls}: {first_line(out.message) or out.summary()}) where {against} runs "
-                   f"(ok, {','.join(other.dtypes or [])})")
+                   f"(ok, {','.join(other.dtypes or [])})" + _root_cause(graph, _typed(policies.get(name, graph))))
             found.append(Finding(
                 "status-divergence", name, ops or sorted({n.op for n in graph.nodes}), dtypes, cls, msg,
                 against=against, input_set=k, node=",".join(sorted(breaks)),
@@ -196,47 +197,71 @@ def _break_trace(graph: Graph, typed: TypedGraph, node_id: str) -> Promotion | N
     return trace_promotion(graph, typed, operand, dtype) if isinstance(operand, str) else None
 
 
+def _root_cause(graph: Graph, typed: TypedGraph) -> str:
+    """'; root cause: <node> (<op>) gets ... where <culprits> promoted it' for the first chain break, or ''."""
+    for node_id, brk in sorted(typed.chain_breaks().items()):
+        if node_id not in {n.id for n in graph.nodes}:
+            continue
+        trace = _break_trace(graph, typed, node_id)
+        where = f" where {', '.join(trace.culprits)} promoted it" if trace is not None and trace.culprits else ""
+        return (f"; root cause: {node_id} ({graph.node(node_id).op}) gets a {brk.activation_dtype} activation with "
+                f"{brk.param_dtype} parameters{where}")
+    return ""
+
+
+REACTION_ORDER = ("raised", "accepted", "hidden")
+
+
 def chain_breaks(graph: Graph, typed: TypedGraph, outcomes: Mapping[str, list[Outcome]],
                  policies: Mapping[str, Policy]) -> list[Finding]:
-    """Per executor and break: raised (as PyTorch specifies), accepted (ran anyway) or hidden (the policy casts it away)."""
+    """One finding per chain break of the case: where it broke, what promoted it, and how each executor reacted.
+
+    An executor `raised` (as PyTorch specifies), `accepted` it (ran anyway) or `hidden` it (its policy casts
+    the break away). Executors whose lowering bridged it themselves (TVM: Relax has no promotion) are left out.
+    A break every executor hides is the policies doing their job: no finding. The finding is filed under the
+    first executor that raised (else accepted), with that reaction as its class, so its repro script shows the
+    break; the other executors' reactions are in the message and details.
+    """
     found = []
     case_breaks = typed.chain_breaks()
-    for name in _tested(outcomes):
-        policy = policies.get(name, graph)
-        ptyped = _typed(policy)
-        pbreaks = ptyped.chain_breaks()
-        outs = outcomes[name]
-        failed = next((o for o in outs if o.status in FAILED), None)
-        lowered = {n for o in outs for n in o.info.get("bridged_chain_breaks", [])}
-        for node_id in sorted(set(case_breaks) | set(pbreaks)):
-            if node_id in lowered:  # precfuzz's own lowering cast it (a backend without promotion): nothing to report
+    names = _tested(outcomes)
+    for node_id in sorted(case_breaks):
+        brk = case_breaks[node_id]
+        reactions: dict[str, list[str]] = {}
+        errors: dict[str, str] = {}
+        for name in names:
+            outs = outcomes[name]
+            if any(node_id in o.info.get("bridged_chain_breaks", []) for o in outs):
                 continue
-            brk = pbreaks.get(node_id) or case_breaks[node_id]
-            if node_id in case_breaks:
-                trace, op = _break_trace(graph, typed, node_id), graph.node(node_id).op
-            else:  # only the policy breaks it (e.g. its casts meet a float64 operand)
-                pgraph = policy if isinstance(policy, Graph) else None
-                trace = _break_trace(pgraph, ptyped, node_id) if pgraph else None
-                op = pgraph.node(node_id).op if pgraph else "?"
+            pbreaks = _typed(policies.get(name, graph)).chain_breaks()
+            failed = next((o for o in outs if o.status in FAILED), None)
             if node_id not in pbreaks:
-                cls, what = "hidden", f"its policy removes the break and it runs ({_statuses(outs)})"
+                kind = "hidden"
             elif failed is not None:
-                cls = "raised" if classify_error(failed) == "dtype-mismatch" else f"raised-{classify_error(failed)}"
-                what = f"it raises: {first_line(failed.message) or failed.summary()}"
+                kind = "raised"
+                errors[name] = f"{classify_error(failed)}: {first_line(failed.message) or failed.summary()}"
             else:
-                cls, what = "accepted", f"it runs anyway ({_statuses(outs)}) where PyTorch raises"
-            where = ""
-            if trace is not None and trace.culprits:
-                where = (f"; the chain broke where {', '.join(trace.culprits)} promoted it"
-                         + (f" (at {', '.join(trace.promoted_at)})" if trace.promoted_at else ""))
-            msg = f"{node_id} ({op}) gets a {brk.activation_dtype} activation with {brk.param_dtype} parameters{where}; {name}: {what}"
-            found.append(Finding(
-                "dtype-chain", name, [op], [brk.activation_dtype, brk.param_dtype], cls, msg, node=node_id,
-                input_set=outs.index(failed) if failed is not None else 0,
-                details={"culprits": list(trace.culprits) if trace else [], "promoted_at": list(trace.promoted_at) if trace else [],
-                         "path": list(trace.path) if trace else [], "operand": brk.operand,
-                         "in_policy_graph": node_id in pbreaks, "in_case_graph": node_id in case_breaks,
-                         "describe": _describe(outs)}))
+                kind = "accepted"
+            reactions.setdefault(kind, []).append(name)
+        if not (reactions.get("raised") or reactions.get("accepted")):
+            continue
+        trace = _break_trace(graph, typed, node_id)
+        op = graph.node(node_id).op
+        where = ""
+        if trace is not None and trace.culprits:
+            where = (f"; the chain broke where {', '.join(trace.culprits)} promoted it"
+                     + (f" (at {', '.join(trace.promoted_at)})" if trace.promoted_at else ""))
+        said = "; ".join(f"{kind} by {', '.join(reactions[kind])}" for kind in REACTION_ORDER if kind in reactions)
+        msg = f"{node_id} ({op}) gets a {brk.activation_dtype} activation with {brk.param_dtype} parameters{where}: {said}"
+        kind = "raised" if reactions.get("raised") else "accepted"
+        owner = reactions[kind][0]
+        failed_set = next((k for k, o in enumerate(outcomes[owner]) if o.status in FAILED), 0)
+        found.append(Finding(
+            "dtype-chain", owner, [op], [brk.activation_dtype, brk.param_dtype], kind, msg, node=node_id,
+            input_set=failed_set,
+            details={"culprits": list(trace.culprits) if trace else [], "promoted_at": list(trace.promoted_at) if trace else [],
+                     "path": list(trace.path) if trace else [], "operand": brk.operand, "reactions": reactions,
+                     "errors": errors, "describe": _describe(outcomes[owner])}))
     return found
 
 
@@ -357,6 +382,7 @@ def dtype_divergence(graph: Graph, outcomes: Mapping[str, list[Outcome]], polici
                     f"{v} reports {r} where {name}'s policy declares {d}", input_set=k, output=v,
                     details={"mismatches": [list(b) for b in bad], "describe": _describe(outcomes[name])}))
                 break
+    off_policy = {f.executor for f in found}
     groups: dict[str, list[str]] = {}
     for name in names:
         key = _label(name, outcomes[name], labels) or (_policy_key(typed[name]) if name in typed else name)
@@ -368,6 +394,8 @@ def dtype_divergence(graph: Graph, outcomes: Mapping[str, list[Outcome]], polici
                 continue
             anchor = oks[0]
             for name in oks[1:]:
+                if name in off_policy or anchor in off_policy:
+                    continue  # the reported-vs-policy finding already names the executor that strays
                 pairs = list(zip(graph.outputs, outcomes[anchor][k].dtypes or [], outcomes[name][k].dtypes or []))
                 diff = [(v, a, b) for v, a, b in pairs if a != b]
                 if not diff:

@@ -33,11 +33,9 @@ class Finding:
 
     @property
     def signature(self) -> str:
-        """Stable dedup key: oracle, executor, ops and dtypes at fault, error class."""
+        """Stable dedup key: oracle, executor, ops and dtypes at fault, error class (not the executor compared with)."""
         ops = "+".join(self.ops) if self.per_op else "*"
         body = "|".join([self.oracle, self.executor, ops, ",".join(self.dtypes), self.error_class])
-        if self.against:
-            body += f"|vs:{self.against}"
         return body
 
     @property

@@ -44,8 +44,9 @@ def test_check_names_the_schedule_upcast_on_every_policy() -> None:
     assert (o["xla/legacy-bf16"]["status"], o["xla/legacy-bf16"]["dtype"]) == ("ok", "float32")
     by = {(f["oracle"], f["executor"]): f for f in out["findings"]}
     assert by[("status-divergence", "xla/native")]["error_class"] == "dtype-mismatch"
-    chain = by[("dtype-chain", "xla/native")]
+    chain = by[("dtype-chain", "torch/eager")]
     assert chain["ops"] == ["conv3d"] and chain["details"]["culprits"] == ["sigma"]
+    assert set(chain["details"]["reactions"]["raised"]) == {"torch/eager", "xla/native", "xla/bf16-model"}
     assert ("effective-precision", "xla/legacy-bf16") in by
 
 

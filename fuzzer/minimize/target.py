@@ -39,7 +39,10 @@ def promoted_breaks(graph: Graph) -> set[str]:
 
 @dataclass(frozen=True)
 class Target:
-    """A parsed finding signature: oracle|executor|ops|dtypes|error_class[|vs:against].
+    """A parsed finding signature: oracle|executor|ops|dtypes|error_class, plus an optional `|vs:against` hint.
+
+    `against` (a divergence's comparator) is not part of the signature: it only says which other executor a
+    check must run for the divergence to show; any comparator that runs matches.
 
     `whole_graph` marks signatures whose ops and dtypes describe the whole graph rather than the node at
     fault (crashes, timeouts, unlocalized verdicts): those match when oracle, executor, error class and
@@ -78,7 +81,7 @@ class Target:
     @classmethod
     def of(cls, finding: Finding, graph: Graph) -> "Target":
         """The target of a finding on `graph`."""
-        return cls.parse(finding.signature, graph).refined(finding, graph)
+        return replace(cls.parse(finding.signature, graph), against=finding.against).refined(finding, graph)
 
     def refined(self, finding: Finding, graph: Graph) -> "Target":
         """This target plus what the original finding's details add (a promotion behind the node at fault)."""
@@ -92,8 +95,7 @@ class Target:
     @property
     def signature(self) -> str:
         """The signature text."""
-        body = "|".join([self.oracle, self.executor, "+".join(self.ops), self.dtypes, self.error_class])
-        return body + (f"|vs:{self.against}" if self.against else "")
+        return "|".join([self.oracle, self.executor, "+".join(self.ops), self.dtypes, self.error_class])
 
     @property
     def executors(self) -> list[str]:
@@ -105,8 +107,7 @@ class Target:
 
     def matches(self, finding: Finding) -> bool:
         """True when `finding` shows the same bug."""
-        if (finding.oracle, finding.executor, finding.error_class, finding.against) != \
-                (self.oracle, self.executor, self.error_class, self.against):
+        if (finding.oracle, finding.executor, finding.error_class) != (self.oracle, self.executor, self.error_class):
             return False
         dtypes = ",".join(finding.dtypes)
         if self.whole_graph:
