@@ -88,6 +88,15 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def root_cause_groups(findings: list[dict[str, Any]]) -> list[tuple[tuple[str, str, str, str], list[dict[str, Any]]]]:
+    """Findings grouped by (oracle, backend, first op, error class), largest groups first."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    for f in findings:
+        key = (f["oracle"], f["executor"].split("/")[0], (f.get("ops") or ["?"])[0], f.get("error_class", ""))
+        groups.setdefault(key, []).append(f)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
 def write_report(root: Path) -> Path:
     """Write root/report.md and its PNGs; returns the report path."""
     store = CampaignStore(root)
@@ -118,6 +127,17 @@ def write_report(root: Path) -> Path:
                   "dtype; above 1 (red) is a finding. Graphs with several ops count for each.", ""]
     if has_time:
         lines += ["## Findings over time", "", "![timeline](findings_over_time.png)", ""]
+    groups = root_cause_groups(findings)
+    if groups:
+        lines += ["## Findings grouped by likely root cause", "",
+                  "Signatures are precise (executor, op and dtypes at fault); one backend bug often shows under several "
+                  "policies or dtype combinations. Grouped by oracle, backend, op and error class:", "",
+                  "| oracle | backend | op | error class | distinct findings | hits | executors |", "|---|---|---|---|---|---|---|"]
+        for (oracle, backend, op, cls), members in groups:
+            executors = sorted({m["executor"] for m in members})
+            lines.append(f"| {oracle} | {backend} | {op} | {cls} | {len(members)} | {sum(m.get('count', 1) for m in members)} "
+                         f"| {', '.join(executors)} |")
+        lines.append("")
     lines += ["## Findings", ""]
     if findings:
         lines += ["| # | oracle | executor | ops | dtypes | ratio | max ULP | count | first seen (s) | case | repro | report |",
