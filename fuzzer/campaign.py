@@ -312,7 +312,9 @@ class Campaign:
         try:
             original = load_case(folder / "original.json")
             hint = f"{sig}|vs:{rec['against']}" if rec.get("against") else sig  # which comparator to run
-            outcome = mod.minimize(original, hint, checker, budget_s=budget)
+            # the re-check on fresh workers starts new backends (seconds): only when the campaign has time for it
+            fresh = self.cfg.time_s is None or self.cfg.time_s - (time.monotonic() - self.t_start) > budget + 60
+            outcome = mod.minimize(original, hint, checker, budget_s=budget, fresh_recheck=fresh)
         except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
             update = {"minimize_error": f"{type(exc).__name__}: {exc}"}
         else:

@@ -46,7 +46,7 @@ class Progress:
         now = time.monotonic()
         if not force and now - self._last_print < self.interval_s:
             return
-        if self._last is None or now <= self._last[0]:
+        if force or self._last is None or now <= self._last[0]:  # the last line: averages over the whole run
             rate_c = snap.cases / max(snap.elapsed_s, 1e-9)
             rate_t = snap.tests / max(snap.elapsed_s, 1e-9)
         else:

@@ -14,12 +14,16 @@ from .common import EXIT_OK, UsageError, fail, select_executors
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "corpus" / "seeds"
 
 
-def add_campaign_arguments(parser: argparse.ArgumentParser) -> None:
-    """Options shared by `run` and `smoke`."""
+def add_campaign_arguments(parser: argparse.ArgumentParser, minimize: bool = True) -> None:
+    """Options shared by `run` and `smoke` (minimizing on by default for run, opt-in for smoke)."""
     parser.add_argument("--executors", help="comma-separated executors (default: every available one)")
     parser.add_argument("--workers", type=int, default=None, help="parallel lanes (default: the cores available)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per executor call before it counts as a hang")
-    parser.add_argument("--no-minimize", action="store_true", help="save findings without minimizing them")
+    if minimize:
+        parser.add_argument("--no-minimize", action="store_true", help="save findings without minimizing them")
+    else:
+        parser.add_argument("--minimize", dest="no_minimize", action="store_false",
+                            help="also minimize each new finding (slower)")
     parser.add_argument("--minimize-budget", type=float, default=30.0,
                         help="seconds to minimize each new finding (it is saved unminimized first)")
 

@@ -21,11 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="known findings (JSON); '' for none")
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--summary", help="write the Markdown summary here (default: OUT/smoke.md)")
-    parser.add_argument("--time", type=float, default=480.0, help="seconds of fuzzing (default 480)")
-    parser.add_argument("--max-tests", type=int, default=None, help="also stop after this many tests")
+    parser.add_argument("--max-tests", type=int, default=1500,
+                        help="tests to run (default 1500: the same cases every night)")
+    parser.add_argument("--time", type=float, default=600.0,
+                        help="safety cap in seconds (default 600); a run cut short by it says so")
     parser.add_argument("--seed", type=int, default=20261130, help="fixed generator seed")
     parser.add_argument("--out", default="results/smoke", help="campaign directory (replaced on every run)")
-    add_campaign_arguments(parser)
+    add_campaign_arguments(parser, minimize=False)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,7 +47,11 @@ def run(args: argparse.Namespace) -> int:
     summary = campaign.run()
     findings = campaign.store.load_findings()
     verdict = compare(findings, baseline)
-    info = {"cases": summary.cases, "tests": summary.tests, "elapsed_s": summary.elapsed_s, "seed": cfg.seed}
+    info = {"cases": summary.cases, "tests": summary.tests, "elapsed_s": summary.elapsed_s, "seed": cfg.seed,
+            "stopped_by": summary.stopped_by}
+    if summary.stopped_by == "time":
+        print(f"precfuzz smoke: warning: the {args.time:.0f} s cap stopped the run before {args.max_tests} tests; "
+              "findings past that point were not looked for", file=sys.stderr)
     md = markdown(verdict, info)
     Path(args.summary or out / "smoke.md").write_text(md)
     if args.junit:
