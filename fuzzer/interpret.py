@@ -31,7 +31,7 @@ def _helpers(fn: FunctionType, seen: dict[str, FunctionType]) -> None:
     seen[fn.__name__] = fn
     for name in fn.__code__.co_names:
         obj = fn.__globals__.get(name)
-        if isinstance(obj, FunctionType) and obj.__module__ == fn.__module__:
+        if isinstance(obj, FunctionType) and obj.__module__.startswith("fuzzer.ops"):
             _helpers(obj, seen)
 
 
@@ -161,8 +161,9 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
     if overflow is None:
         with np.errstate(all="ignore"):
             values = fn(env, rounded, rnd)
-    else:  # record floating-point overflow and invalid operations anywhere, inside ops included
-        with np.errstate(all="ignore", over="call", invalid="call", call=lambda kind, flag: overflow.append(kind)):
+    else:  # record overflow, invalid operations and underflow anywhere, inside ops included
+        with np.errstate(all="ignore", over="call", invalid="call", under="call",
+                         call=lambda kind, flag: overflow.append(kind)):
             values = fn(env, rounded, rnd)
     return {k: (np.broadcast_to(np.asarray(v, dtype=np.float64), typed.values[k].shape)
                 if typed.values[k].kind != "scalar" else np.asarray(v, dtype=np.float64))
@@ -183,16 +184,20 @@ def overflowed(graph: Graph, values: Values) -> set[str]:
     return bad
 
 
-def ideal_values(graph: Graph, inputs: Values) -> dict[str, list[np.ndarray]]:
+def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) -> dict[str, list[np.ndarray]]:
     """Per value, the three ideal implementations of the declared dtypes (see evaluate), rounded per op.
 
     Where the float32-arithmetic ideal overflows (or meets inf - inf) anywhere, even inside an op (data near
     float32's range), fp32 kernels are outside their range too: the ideals become NaN, so the bound does not
-    judge those values (their non-finite results included).
+    judge those values (their non-finite results included). `notes` collects "underflow" when the float32
+    run went subnormal somewhere.
     """
-    trouble: list[str] = []
-    runs = [evaluate(graph, inputs, rounded=True, arithmetic=a, overflow=trouble if a == "float32" else None)
+    events: list[str] = []
+    runs = [evaluate(graph, inputs, rounded=True, arithmetic=a, overflow=events if a == "float32" else None)
             for a in ARITHMETICS]
+    if notes is not None and "underflow" in events:
+        notes.add("underflow")  # fp32 arithmetic went subnormal: flush-to-zero backends may differ there
+    trouble = {"overflow", "invalid"} & set(events)
     out_of_range = overflowed(graph, runs[ARITHMETICS.index("float32")]) if not trouble else set(runs[0])
     return {k: ([np.full(np.shape(runs[0][k]), np.nan)] * len(runs) if k in out_of_range else [r[k] for r in runs])
             for k in runs[0]}

@@ -30,10 +30,19 @@ def norm_params(b: GraphBuilder, x: Val, shape: tuple[int, ...], bias_ok: bool =
     return weight, bias
 
 
+def _fits(op: str, shape: tuple[int, ...]) -> bool:
+    """PyTorch's "more than 1 value per channel" rules for group_norm and instance_norm."""
+    if op == "instance_norm":
+        return math.prod(shape[2:]) > 1
+    if op == "group_norm":
+        return shape[0] * math.prod(shape[2:]) > 1 or shape[1] > 1
+    return True
+
+
 def norm_stage(b: GraphBuilder, x: Val, op: str | None = None, affine: str | None = None,
                param_dtype: str | None = None) -> Val:
     """One norm over x (op drawn among those x's rank allows)."""
-    op = op or b.draw.weighted([(n, w) for n, w in NORMS if x.rank >= MIN_RANK[n]])
+    op = op or b.draw.weighted([(n, w) for n, w in NORMS if x.rank >= MIN_RANK[n] and _fits(n, x.shape)])
     eps = b.draw.weighted(EPS)
     if op in ("layer_norm", "rms_norm"):
         k = 1 if x.rank == 1 or b.draw.chance(0.8) else 2
@@ -48,7 +57,8 @@ def norm_stage(b: GraphBuilder, x: Val, op: str | None = None, affine: str | Non
         return b.op(op, operands, **attrs, eps=eps)
     channels = x.shape[1]
     if op == "group_norm":
-        groups = b.draw.choice(divisors(channels)[:6] + [channels])
+        spread = x.shape[0] * math.prod(x.shape[2:])  # PyTorch wants more than one value per group
+        groups = b.draw.choice([g for g in divisors(channels)[:6] + [channels] if spread * (channels // g) > 1])
         w, bias = norm_params(b, x, (channels,), affine=affine, dtype=param_dtype)
         return b.op(op, [x, w, bias], num_groups=groups, eps=eps)
     if op == "batch_norm":

@@ -335,7 +335,9 @@ def effective_precision(graph: Graph, outcomes: Mapping[str, list[Outcome]], pol
                     ideal_c = ideal_values(narrowed, _inputs_for(narrowed, inputs))
                     st = error_stats(actual, exact[value], ideal_c[value], cand)
                     per[cand] = {"max_ulp": st.max_ulp, "ratio": st.ratio}
-                    if explained is None and st.ratio <= 1.0:
+                    # explained: within the narrower dtype's bound AND as large as its rounding (>= 1/4 ULP of
+                    # it); a mere fp32-sized excess is not "carrying" fp16 or bf16 error
+                    if explained is None and st.ratio <= 1.0 and st.max_ulp >= 0.25:
                         explained = cand
                 if explained is not None:
                     hit = (k, index, value, reported, explained, own, per, out)

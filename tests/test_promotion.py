@@ -113,3 +113,16 @@ def test_regression_rms_norm_keeps_input_dtype_with_any_weight_dtype() -> None:
     graph = Graph((x, w), (Node("y", "rms_norm", ("x", "w"), {"normalized_shape": [4], "eps": 1e-5}),), ("y",))
     assert not infer(graph).chain_breaks()
     assert infer(graph).values["y"].dtype == "float16" == torch_dtypes(graph)[0]
+
+
+@pytest.mark.parametrize("op, shape, attrs", [("group_norm", (1, 5), {"num_groups": 5, "eps": 1e-5}),
+                                              ("instance_norm", (2, 3, 1), {"eps": 1e-5})])
+def test_regression_norms_over_a_single_value_are_invalid_as_in_torch(op: str, shape: tuple, attrs: dict) -> None:
+    """Found by a smoke run: torch raises 'Expected more than 1 value per channel'; the IR now rejects it too."""
+    from fuzzer.ir import IRError
+
+    graph = Graph((Input("x", shape, "float32"),), (Node("y", op, ("x",), attrs),), ("y",))
+    with pytest.raises(IRError, match="more than 1"):
+        infer(graph)
+    with pytest.raises((ValueError, RuntimeError), match="more than 1"):
+        torch_dtypes(graph)

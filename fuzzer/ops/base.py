@@ -116,3 +116,27 @@ def param_dtype_rule(activation: ValueInfo, params: list[ValueInfo]) -> tuple[st
     if not params or activation.dtype == params[0].dtype:
         return activation.dtype, None
     return params[0].dtype, ChainBreak(0, activation.dtype, params[0].dtype)
+
+
+def acc_sum(x, axis=None, keepdims=False):
+    """Sum over axis; float32 values are added one after another in float32 (the least accurate common order).
+
+    Reference functions sum through this, so the float32-arithmetic ideal implementation accumulates like
+    a plain fp32 loop; float64 values (the exact reference) use numpy's summation.
+    """
+    x = np.asarray(x)
+    if x.dtype != np.float32 or x.ndim == 0:
+        return np.sum(x, axis=axis, keepdims=keepdims)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
+    moved = np.moveaxis(x, axes, tuple(range(x.ndim - len(axes), x.ndim)))
+    flat = moved.reshape(moved.shape[: x.ndim - len(axes)] + (-1,))
+    out = np.cumsum(flat, axis=-1, dtype=np.float32)[..., -1]
+    return np.expand_dims(out, axes) if keepdims else out
+
+
+def acc_mean(x, axis=None, keepdims=False):
+    """Mean over axis via acc_sum."""
+    x = np.asarray(x)
+    axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
+    count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
+    return acc_sum(x, axes, keepdims) / x.dtype.type(count) if x.dtype == np.float32 else np.mean(x, axis=axes, keepdims=keepdims)

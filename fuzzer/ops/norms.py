@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import LOW_PRECISION
-from .base import IRError, OpSpec, Typed, ValueInfo, param_dtype_rule, require_float, tensor
+from .base import IRError, OpSpec, Typed, ValueInfo, acc_mean, param_dtype_rule, require_float, tensor
 
 
 def _eps(attrs: dict[str, Any]) -> float:
@@ -78,6 +78,8 @@ def _infer_group_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typ
     groups = attrs.get("num_groups")
     if not isinstance(groups, int) or groups < 1 or x.shape[1] % groups:
         raise IRError(f"num_groups {groups!r} must divide the {x.shape[1]} channels")
+    if x.shape[0] * (x.shape[1] // groups) * int(np.prod(x.shape[2:])) == 1:  # PyTorch's _verify_batch_size
+        raise IRError(f"group_norm needs more than 1 value per group (shape {list(x.shape)}, {groups} groups)")
     _eps(attrs)
     return _norm_dtype(x, _channel_params(ops[1:], x.shape[1], ("weight", "bias")))
 
@@ -91,6 +93,8 @@ def _infer_batch_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typ
 
 def _infer_instance_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     x = _tensor_input(ops[0], 3)
+    if int(np.prod(x.shape[2:])) == 1:  # PyTorch's _verify_spatial_size
+        raise IRError(f"instance_norm needs more than 1 spatial value per channel, got shape {list(x.shape)}")
     _eps(attrs)
     return _norm_dtype(x, _channel_params(ops[1:], x.shape[1], ("weight", "bias")))
 
@@ -106,15 +110,15 @@ def _affine(y: np.ndarray, weight: Any, bias: Any, axis_shape: tuple[int, ...]) 
 def layer_norm(x, weight=None, bias=None, normalized_shape=(), eps=1e-5, **_: Any) -> np.ndarray:
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape, then affine."""
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    mu = x.mean(axis=axes, keepdims=True)
-    v = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    mu = acc_mean(x, axes, keepdims=True)
+    v = acc_mean((x - mu) ** 2, axes, keepdims=True)
     return _affine((x - mu) / np.sqrt(v + eps), weight, bias, tuple(normalized_shape))
 
 
 def rms_norm(x, weight=None, normalized_shape=(), eps=1e-6, **_: Any) -> np.ndarray:
     """x / sqrt(mean(x**2) + eps) over the trailing normalized_shape, times weight."""
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    y = x / np.sqrt((x**2).mean(axis=axes, keepdims=True) + eps)
+    y = x / np.sqrt(acc_mean(x**2, axes, keepdims=True) + eps)
     return _affine(y, weight, None, tuple(normalized_shape))
 
 
@@ -122,8 +126,8 @@ def group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5, **_: Any) -> n
     """Normalize over (channels in a group, spatial dims), then per-channel affine."""
     n, c = x.shape[:2]
     g = x.reshape(n, num_groups, -1)
-    mu = g.mean(axis=-1, keepdims=True)
-    v = ((g - mu) ** 2).mean(axis=-1, keepdims=True)
+    mu = acc_mean(g, -1, keepdims=True)
+    v = acc_mean((g - mu) ** 2, -1, keepdims=True)
     y = ((g - mu) / np.sqrt(v + eps)).reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
 
@@ -138,8 +142,8 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, *
 def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
     """Normalize each (sample, channel) over its spatial dims, then per-channel affine."""
     axes = tuple(range(2, x.ndim))
-    mu = x.mean(axis=axes, keepdims=True)
-    v = ((x - mu) ** 2).mean(axis=axes, keepdims=True)
+    mu = acc_mean(x, axes, keepdims=True)
+    v = acc_mean((x - mu) ** 2, axes, keepdims=True)
     return _affine((x - mu) / np.sqrt(v + eps), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_float
-from .base import IRError, OpSpec, Typed, ValueInfo, norm_dim, require_float, tensor
+from .base import IRError, OpSpec, Typed, ValueInfo, acc_mean, acc_sum, norm_dim, require_float, tensor
 
 
 def _dims(a: ValueInfo, attrs: dict[str, Any]) -> tuple[int, ...]:
@@ -57,17 +57,20 @@ def _axis(a: np.ndarray, dims: Any) -> tuple[int, ...] | None:
 
 def sum(a, dims=None, keepdim=False, **_: Any) -> np.ndarray:  # noqa: A001 - op name
     """Sum over dims."""
-    return np.sum(a, axis=_axis(a, dims), keepdims=keepdim)
+    return acc_sum(a, _axis(a, dims), keepdim)
 
 
 def mean(a, dims=None, keepdim=False, **_: Any) -> np.ndarray:
     """Mean over dims."""
-    return np.mean(a, axis=_axis(a, dims), keepdims=keepdim)
+    return acc_mean(a, _axis(a, dims), keepdim)
 
 
 def var(a, dims=None, keepdim=False, correction=1, **_: Any) -> np.ndarray:
-    """Variance over dims with Bessel-style correction."""
-    return np.var(a, axis=_axis(a, dims), keepdims=keepdim, ddof=int(correction))
+    """Variance over dims with Bessel-style correction (two passes)."""
+    axes = _axis(a, dims) or tuple(range(np.ndim(a)))
+    count = int(np.prod([np.shape(a)[d] for d in axes]))
+    centered = a - acc_mean(a, axes, keepdims=True)
+    return acc_sum(centered * centered, axes, keepdim) / (count - int(correction))
 
 
 def softmax(a, dim=-1, **_: Any) -> np.ndarray:
@@ -75,14 +78,14 @@ def softmax(a, dim=-1, **_: Any) -> np.ndarray:
     m = np.max(a, axis=dim, keepdims=True)
     with np.errstate(invalid="ignore", over="ignore"):
         e = np.exp(a - m)
-        return e / np.sum(e, axis=dim, keepdims=True)
+        return e / acc_sum(e, dim, keepdims=True)
 
 
 def log_softmax(a, dim=-1, **_: Any) -> np.ndarray:
     """Log-softmax along dim."""
     m = np.max(a, axis=dim, keepdims=True)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        return a - m - np.log(np.sum(np.exp(a - m), axis=dim, keepdims=True))
+        return a - m - np.log(acc_sum(np.exp(a - m), dim, keepdims=True))
 
 
 OPS: list[OpSpec] = [
