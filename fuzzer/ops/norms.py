@@ -44,12 +44,18 @@ def _tensor_input(x: ValueInfo | None, rank_min: int) -> ValueInfo:
     return x
 
 
-def _infer_layer_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
-    x = _tensor_input(ops[0], 1)
+def _normalized_shape(x: ValueInfo, attrs: dict[str, Any]) -> tuple[int, ...]:
+    """The normalized_shape attribute, checked against x's trailing dims (and eps checked too)."""
     shape = tuple(int(s) for s in attrs.get("normalized_shape") or ())
     if not shape or x.shape[-len(shape):] != shape:
         raise IRError(f"normalized_shape {list(shape)} does not match the trailing dims of {list(x.shape)}")
     _eps(attrs)
+    return shape
+
+
+def _infer_layer_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    x = _tensor_input(ops[0], 1)
+    shape = _normalized_shape(x, attrs)
     for p, what in zip(ops[1:], ("weight", "bias")):
         _check_param(p, shape, what)
     return _norm_dtype(x, [p for p in ops[1:] if p is not None])
@@ -57,10 +63,7 @@ def _infer_layer_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typ
 
 def _infer_rms_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     x = _tensor_input(ops[0], 1)
-    shape = tuple(int(s) for s in attrs.get("normalized_shape") or ())
-    if not shape or x.shape[-len(shape):] != shape:
-        raise IRError(f"normalized_shape {list(shape)} does not match the trailing dims of {list(x.shape)}")
-    _eps(attrs)
+    shape = _normalized_shape(x, attrs)
     w = ops[1]
     _check_param(w, shape, "weight")
     # torch 2.9's rms_norm accepts any weight dtype and returns the input's dtype (checked by the property test)
