@@ -125,3 +125,22 @@ def test_new_findings_are_saved_raw_then_minimized(tmp_path: Path) -> None:
     original = json.loads((tmp_path / rec["original"]).read_text())
     minimized = json.loads((tmp_path / rec["case"]).read_text())
     assert len(minimized["nodes"]) < len(original["nodes"]) and rec["nodes"] == len(minimized["nodes"])
+
+
+def test_sigterm_stops_after_the_cases_in_flight_and_saves(tmp_path: Path) -> None:
+    out = tmp_path / "camp"
+    proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "run", "--out", str(out), "--executors", "torch/eager",
+                             "--no-seeds", "--workers", "1", "--no-minimize"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if (out / "state.json").exists() and json.loads((out / "state.json").read_text())["cases"] >= 3:
+            break
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr[-2000:]
+    assert "SIGTERM: stopping after the cases in flight" in stderr
+    summary = json.loads(stdout.strip().splitlines()[-1])
+    state = json.loads((out / "state.json").read_text())
+    assert summary["stopped_by"] == "stopped" and state["pending"] == [] and state["cases"] == summary["cases"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -64,6 +65,20 @@ def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: flo
                           timeout_s=args.timeout, command=command_line(sys.argv[1:]))
 
 
+def stop_on_signals(campaign: Campaign) -> None:
+    """SIGINT/SIGTERM: finish the cases in flight, save, exit; a second one saves and exits at once."""
+    def handler(signum: int, frame: object) -> None:
+        if campaign.stop.is_set():
+            campaign.flush(force=True)  # unfinished cases stay pending: a rerun runs them again
+            raise SystemExit(128 + signum)
+        print(f"\nprecfuzz: {signal.Signals(signum).name}: stopping after the cases in flight "
+              "(send it again to stop at once)", file=sys.stderr)
+        campaign.stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, handler)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) the campaign and print a summary."""
     try:
@@ -77,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {cfg.workers} lane(s); seed {cfg.seed}"
           + (f"; resuming at case {campaign.state['next_index']}" if campaign.state["invocations"] > 1 else ""),
           file=sys.stderr)
+    stop_on_signals(campaign)
     summary = campaign.run()
     print(json.dumps({"out": str(cfg.out), "cases": summary.cases, "tests": summary.tests,
                       "findings_new": summary.findings_new, "findings_total": summary.findings_total,

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..campaign import Campaign, CampaignError
 from ..smoke import compare, junit, load_baseline, markdown
 from .common import EXIT_FINDING, EXIT_OK, UsageError, fail
-from .run import DEFAULT_SEEDS, add_campaign_arguments, config_from_args
+from .run import DEFAULT_SEEDS, add_campaign_arguments, config_from_args, stop_on_signals
 
 DEFAULT_BASELINE = Path(__file__).resolve().parents[2] / "corpus" / "known-findings.json"
 
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         campaign = Campaign(cfg)
     except (UsageError, CampaignError) as exc:
         return fail(str(exc))
+    stop_on_signals(campaign)
     summary = campaign.run()
     findings = campaign.store.load_findings()
     verdict = compare(findings, baseline)
