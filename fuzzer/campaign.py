@@ -11,7 +11,6 @@ every new finding; a case interrupted by `kill -9` is simply run again on resume
 
 from __future__ import annotations
 
-import importlib.util
 import queue
 import shlex
 import threading
@@ -29,6 +28,7 @@ from .executors import create
 from .export import render_script
 from .ir import Case, load_case, save_case
 from .isolation import ExecutorPool
+from .minimize import minimize
 from .progress import Progress, Snapshot
 from .store import CampaignStore
 
@@ -85,14 +85,6 @@ def _default_generate(seed: int, index: int) -> Case:
     from generators.graphs import generate_case
 
     return generate_case(seed, index)
-
-
-def _minimizer() -> Any:
-    """The minimizer module, once it exists."""
-    for name in ("fuzzer.minimize", "fuzzer.minimizer"):
-        if importlib.util.find_spec(name) is not None:
-            return importlib.import_module(name)
-    return None
 
 
 class Campaign:
@@ -300,13 +292,12 @@ class Campaign:
 
     def _minimize_one(self, sig: str, checker: Checker, pool: ExecutorPool) -> None:
         """Minimize a saved finding from its original case and update its files and record."""
-        mod = _minimizer()
         with self.lock:
             rec = dict(self.records[sig])
         budget = self.cfg.minimize_budget_s
         if self.cfg.time_s is not None:
             budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
-        if mod is None or budget < 5.0:
+        if budget < 5.0:
             return
         folder = self.store.root / "findings" / rec["id"]
         try:
@@ -314,7 +305,7 @@ class Campaign:
             hint = f"{sig}|vs:{rec['against']}" if rec.get("against") else sig  # which comparator to run
             # the re-check on fresh workers starts new backends (seconds): only when the campaign has time for it
             fresh = self.cfg.time_s is None or self.cfg.time_s - (time.monotonic() - self.t_start) > budget + 60
-            outcome = mod.minimize(original, hint, checker, budget_s=budget, fresh_recheck=fresh)
+            outcome = minimize(original, hint, checker, budget_s=budget, fresh_recheck=fresh)
         except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
             update = {"minimize_error": f"{type(exc).__name__}: {exc}"}
         else:

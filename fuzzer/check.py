@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from oracles import dtype_outcomes
 from oracles import status as status_oracle
 from oracles.error_bounds import OutputJudgement, bound_findings, judge_outputs, localize, node_signature, probe_outputs
 from oracles.findings import Finding
@@ -18,11 +19,6 @@ from .interpret import evaluate, ideal_values
 from .ir import Case, Graph, TypedGraph, canonical, graph_to_json, infer, input_values
 from .isolation import ExecutorPool
 from .outcome import Outcome
-
-try:  # the dtype-outcome oracle (status divergence, chain breaks, effective precision, dtype divergence)
-    from oracles import dtype_outcomes
-except ImportError:  # pragma: no cover - while it is being built
-    dtype_outcomes = None  # type: ignore[assignment]
 
 
 @dataclass
@@ -109,8 +105,7 @@ class Checker:
             judgements[name] = judge_outputs(graph, policies[name], outcomes[name], expected, ideal_cache[key])
             findings += bound_findings(name, graph, policies[name], judgements[name])
         findings += status_oracle.judge(graph, outcomes)
-        if dtype_outcomes is not None:
-            findings += dtype_outcomes.judge(graph, infer(graph), outcomes, policy_graphs, expected)
+        findings += dtype_outcomes.judge(graph, infer(graph), outcomes, policy_graphs, expected)
         findings = _explained_bounds_dropped(findings)
         if "underflow" in notes:  # flush-to-zero and denormal handling: its own class, easy to triage apart
             findings = [replace(f, error_class="underflow") if f.oracle == "error-bound" and f.error_class == "bound"
