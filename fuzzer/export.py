@@ -19,7 +19,7 @@ from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
 from .interpret import PRELUDE, backward_perturbation, reference_functions, render_reference
 from .ir import Case, Graph
-from .values import expression
+from .values import expression, make_values
 from oracles import bounds
 
 
@@ -39,6 +39,11 @@ def _literal(value: float) -> str:
     return repr(float(value)) if math.isfinite(value) else f"float({str(value)!r})"
 
 
+def _exceeds(spec: dict[str, Any], shape: tuple[int, ...], top: float) -> bool:
+    """True when the raw values of a spec reach beyond +-top (so the script must clip as precfuzz did)."""
+    return bool(np.any(np.abs(make_values(spec, shape, "float64")) > top))
+
+
 def inputs_code(case: Case, set_index: int) -> str:
     """`def make_inputs()`: each input's raw float64 values, from the same numpy expression precfuzz used."""
     overrides = case.input_sets[set_index] if case.input_sets else {}
@@ -53,9 +58,9 @@ def inputs_code(case: Case, set_index: int) -> str:
             expr = expression(spec)
             if "rng" in expr:
                 lines.append(f"    rng = np.random.default_rng({int(spec.get('seed', 0))})")
-        if inp.kind == "tensor" and is_float(inp.dtype):
+        if inp.kind == "tensor" and is_float(inp.dtype) and _exceeds(spec, shape, FLOAT_FORMATS[inp.dtype].max_value):
             top = FLOAT_FORMATS[inp.dtype].max_value
-            expr = f"np.clip({expr}, {-top!r}, {top!r})"
+            expr = f"np.clip({expr}, {-top!r}, {top!r})"  # precfuzz keeps inputs inside the dtype's range
         lines.append(f"    shape = {shape!r}")
         lines.append(f"    inputs[{inp.name!r}] = np.asarray({expr}, dtype=np.float64).reshape(shape)")
     lines.append("    return inputs")

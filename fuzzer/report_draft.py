@@ -15,6 +15,8 @@ def title(finding: Finding) -> str:
     backend = finding.executor
     ops = "+".join(finding.ops)
     dt = ", ".join(finding.dtypes)
+    if finding.oracle == "error-bound" and finding.error_class == "nonfinite":
+        return f"[{backend}] {ops} ({dt}) returns inf/nan where the fp64 reference and fp32-accumulating kernels are finite"
     if finding.oracle == "error-bound":
         return f"[{backend}] {ops} ({dt}) returns results {finding.ratio:.3g}x outside the fp64-reference error bound"
     return f"[{backend}] {ops} ({dt}): {finding.message.splitlines()[0][:120]}"
