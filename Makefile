@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 
 fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
+	$(BIN)/precfuzz report $(OUT)
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

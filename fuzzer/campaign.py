@@ -248,13 +248,14 @@ class Campaign:
         ops = ",".join(sorted({n.op for n in result.case.graph.nodes}))
         family = str(result.case.meta.get("family", "seed" if label.startswith("seed:") else ""))
         rows = []
+        fault = {f.executor: f.ops[0] for f in result.findings if f.oracle == "error-bound" and f.ops}
         for name, outs in result.outcomes.items():
             js = result.judgements.get(name, [])
             for k, o in enumerate(outs):
                 mine = [j for j in js if j.input_set == k]
                 rows.append({
                     "t": round(self.elapsed(), 3), "case": result.case.id, "item": label, "family": family,
-                    "ops": ops, "executor": name, "input_set": k, "status": o.status,
+                    "ops": ops, "fault_op": fault.get(name, ""), "executor": name, "input_set": k, "status": o.status,
                     "dtype": ",".join(o.dtypes or []), "out_dtype": ",".join(j.dtype for j in mine),
                     "max_ulp": max((j.stats.max_ulp for j in mine), default=float("nan")),
                     "ratio": max((j.stats.ratio for j in mine), default=float("nan")),

@@ -27,7 +27,9 @@ def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=["executor", "op", "out_dtype", "ratio"])
     ok = runs[(runs["status"] == "ok") & runs["ratio"].notna()].copy()
     ok["ratio"] = ok["ratio"].replace([np.inf], 1e6)
-    ok = ok.assign(op=ok["ops"].str.split(",")).explode("op")
+    # an out-of-bound result counts for the op the probe run pinned it on; a clean one for every op of its graph
+    pinned = ok["fault_op"].fillna("") if "fault_op" in ok else pd.Series("", index=ok.index)
+    ok = ok.assign(op=ok["ops"].where(pinned == "", pinned).str.split(",")).explode("op")
     ok["out_dtype"] = ok["out_dtype"].str.split(",").str[0]
     return ok.groupby(["executor", "op", "out_dtype"], as_index=False)["ratio"].max()
 
@@ -123,8 +125,9 @@ def write_report(root: Path) -> Path:
         lines.append("")
     if has_heat:
         lines += ["## Worst error ratio by op and dtype", "", "![heatmap](error_ratio_heatmap.png)", "",
-                  "Each cell is the worst error / allowed error seen for graphs containing that op with that output "
-                  "dtype; above 1 (red) is a finding. Graphs with several ops count for each.", ""]
+                  "Each cell is the worst error / allowed error seen for that op with that output dtype; above 1 (red) "
+                  "is a finding. An out-of-bound result counts only for the op its finding was localized on; a clean "
+                  "result counts for every op of its graph.", ""]
     if has_time:
         lines += ["## Findings over time", "", "![timeline](findings_over_time.png)", ""]
     groups = root_cause_groups(findings)
