@@ -144,3 +144,15 @@ def test_sigterm_stops_after_the_cases_in_flight_and_saves(tmp_path: Path) -> No
     summary = json.loads(stdout.strip().splitlines()[-1])
     state = json.loads((out / "state.json").read_text())
     assert summary["stopped_by"] == "stopped" and state["pending"] == [] and state["cases"] == summary["cases"]
+
+
+def test_report_renders_plots_groups_and_links(tmp_path: Path) -> None:
+    from fuzzer.report import write_report
+
+    Campaign(config(tmp_path), quiet()).run()
+    text = write_report(tmp_path).read_text()
+    assert (tmp_path / "error_ratio_heatmap.png").stat().st_size > 1000
+    assert (tmp_path / "findings_over_time.png").stat().st_size > 1000
+    assert "## Findings grouped by likely root cause" in text and "| error-bound | debug | mul | bound | 1 | 6 |" in text
+    rec = findings(tmp_path)[0]
+    assert f"]({rec['case']})" in text and rec["signature"] in text
