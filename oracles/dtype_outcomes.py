@@ -22,7 +22,7 @@ import numpy as np
 
 from fuzzer.dtypes import FLOAT_FORMATS, is_float, round_to
 from fuzzer.interpret import evaluate, ideal_values
-from fuzzer.ir import Graph, IRError, TypedGraph, canonical, graph_to_json, infer
+from fuzzer.ir import Graph, IRError, TypedGraph, canonical, infer
 from fuzzer.ops import OPS
 from fuzzer.outcome import Outcome, first_line
 from fuzzer.promotion import Operand, result_type

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..promotion import Operand, promote_types
+from ..promotion import Operand
 
 
 class IRError(ValueError):
