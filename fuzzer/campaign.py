@@ -400,8 +400,8 @@ class Campaign:
         n = max(1, self.cfg.workers)
         self.alive = [0] * n
         self.restarts = [0] * n
-        self.n_backend_workers = n * len({(create(e).group, tuple(sorted(create(e).env().items())))
-                                          for e in self.cfg.executors if create(e).isolated})
+        made = [create(e) for e in self.cfg.executors]
+        self.n_backend_workers = n * len({(x.group, tuple(sorted(x.env().items()))) for x in made if x.isolated})
         cases0, tests0 = self.state["cases"], self.state["tests"]
         errors: list[BaseException] = []
 

@@ -56,14 +56,6 @@ def numpy_dtype(dtype: str) -> np.dtype:
     return _NUMPY[check_dtype(dtype)]
 
 
-def dtype_name(np_dtype: object) -> str:
-    """The dtype name of a numpy/ml_dtypes/torch dtype (torch via its str)."""
-    text = str(np_dtype).replace("torch.", "")
-    if text in _NUMPY:
-        return text
-    return str(np.dtype(np_dtype))  # type: ignore[call-overload]
-
-
 def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
     """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints)."""
     arr = np.asarray(values, dtype=np.float64)

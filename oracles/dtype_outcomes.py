@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from fuzzer.dtypes import FLOAT_FORMATS, is_float, round_to
+from fuzzer.executors import ORACLE_EXECUTORS
 from fuzzer.interpret import evaluate, ideal_values
 from fuzzer.ir import Graph, IRError, TypedGraph, canonical, infer
 from fuzzer.ops import OPS
@@ -31,7 +32,6 @@ from .bounds import error_stats
 from .findings import Finding
 
 Policy = Graph | TypedGraph
-ORACLE_EXECUTORS = ("reference", "emulated")
 FAILED = ("error", "crash", "timeout")
 
 # (class, pattern over "<error type>: <message>"), first match wins. Backends word these differently.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzer.ir import Graph, TypedGraph
+from fuzzer.ir import Graph, TypedGraph, infer
 from fuzzer.outcome import Outcome
 
 from .bounds import ErrorStats, error_stats
@@ -77,7 +77,5 @@ def localize(graph: Graph, policy: TypedGraph, probe: Outcome, expected: dict[st
 
 def probe_outputs(graph: Graph) -> list[str]:
     """Node ids that a probe run exposes as outputs (every tensor-valued node)."""
-    from fuzzer.ir import infer
-
     typed = infer(graph)
     return [n.id for n in graph.nodes if typed.values[n.id].kind != "scalar"]
