@@ -1,4 +1,12 @@
-"""Check one case: run it on executors, then let every oracle judge the outcomes."""
+"""Check one case: run it on executors and on PyTorch eager (the semantic oracle), then let every oracle judge.
+
+Per executor the checker builds the oracles' view (oracles.subjects.Subject): its outcomes, the PyTorch
+program of its precision policy, and the graph of the dtypes it computes in. PyTorch eager on the CPU runs
+each distinct policy program once; the numbers of each executor are judged against the exact answer and
+the ideal implementations of its own numeric graph, on the inputs rounded as that graph declares them.
+A numeric finding is then pinned on one node: a probe run outputs every node, and each node is judged on
+the backend's own operand values.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +16,22 @@ from typing import Any
 
 import numpy as np
 
-from oracles import dtype_outcomes
-from oracles import status as status_oracle
-from oracles.error_bounds import OutputJudgement, bound_findings, judge_outputs, localize, node_signature, probe_outputs
+from oracles import crashes, semantics
+from oracles.bounds import ErrorStats, error_stats
+from oracles.error_bounds import OutputJudgement, at_fault, bound_findings, judge_outputs, node_signature
 from oracles.findings import Finding
+from oracles.precision import device_narrower, narrower_format
+from oracles.subjects import Subject
 
 from .dtypes import round_to
-from .executors import ORACLE_EXECUTORS
+from .executors import ORACLE_EXECUTORS, create
 from .interpret import evaluate, ideal_values
-from .ir import Case, Graph, TypedGraph, canonical, graph_to_json, infer, input_values
+from .ir import Case, Graph, Input, canonical, graph_to_json, infer, input_values
 from .isolation import ExecutorPool
 from .outcome import Outcome
+
+SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right
+Values = dict[str, np.ndarray]
 
 
 @dataclass
@@ -30,7 +43,9 @@ class CheckResult:
     judgements: dict[str, list[OutputJudgement]]
     findings: list[Finding]
     seconds: dict[str, float] = field(default_factory=dict)  # wall time per executor (IPC included)
-    oracle_s: float = 0.0  # reference, ideal and oracles
+    oracle_s: float = 0.0  # reference, ideals, eager runs, probes and oracles
+    eager: dict[str, list[Outcome]] = field(default_factory=dict)  # executor -> eager's outcomes on its policy
+    notes: list[str] = field(default_factory=list)  # numeric violations no single node explains, and the like
 
     def row(self, name: str) -> dict[str, Any]:
         """Summary of one executor across input sets: worst status, dtypes, errors, verdict."""
@@ -43,24 +58,63 @@ class CheckResult:
             "max_abs": max((j.stats.max_abs for j in js), default=None),
             "max_ulp": max((j.stats.max_ulp for j in js), default=None),
             "ratio": max((j.stats.ratio for j in js), default=None),
-            "verdict": "FINDING" if flagged else ("oracle" if name in ORACLE_EXECUTORS else "ok"),
+            "verdict": ("FINDING" if any(f.kind == "backend-bug" for f in flagged)
+                        else flagged[0].kind if flagged else ("oracle" if name in ORACLE_EXECUTORS else "ok")),
             "detail": worst.summary() if not worst.ok else "",
         }
 
 
-def _policy_inputs(policy: Graph, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Inputs re-rounded to the dtypes a policy graph declares (e.g. params cast to bf16)."""
-    out = dict(inputs)
-    for inp in policy.inputs:
-        if inp.kind == "tensor":
-            out[inp.name] = round_to(inputs[inp.name], inp.dtype)
-    return out
+def rounded_inputs(graph: Graph, values: Values) -> Values:
+    """Input values rounded to the dtypes `graph` declares (a policy may declare params in bf16)."""
+    return {i.name: (round_to(values[i.name], i.dtype) if i.kind == "tensor" else np.asarray(values[i.name]))
+            for i in graph.inputs}
 
 
-def _explained_bounds_dropped(findings: list[Finding]) -> list[Finding]:
-    """An error-bound finding that an effective-precision finding explains (same executor) says less: drop it."""
-    explained = {f.executor for f in findings if f.oracle == "effective-precision"}
-    return [f for f in findings if not (f.oracle == "error-bound" and f.executor in explained)]
+def node_graph(graph: Graph, node_id: str) -> Graph:
+    """The one-node graph computing `node_id` from its operands, each an input of its own."""
+    typed = infer(graph)
+    node = graph.node(node_id)
+    inputs = []
+    for operand in dict.fromkeys(o for o in node.inputs if isinstance(o, str)):
+        info = typed.values[operand]
+        inputs.append(Input(operand, info.shape if info.kind != "scalar" else (), info.dtype,
+                            kind="scalar" if info.kind == "scalar" else "tensor"))
+    return Graph(tuple(inputs), (node,), (node_id,))
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    """One node of a probe run judged on the backend's own operands."""
+
+    node: str
+    stats: ErrorStats
+    underflow: bool  # the float32 ideal of this node went subnormal
+    narrow: str | None  # a narrower format all its values lie on (effective-precision evidence)
+    device: str | None  # the element type the device reports for it
+
+
+def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
+                device: dict[str, str | None] | None = None) -> list[NodeVerdict]:
+    """Judge every observed node of `numeric` on its own operands: observed values where there are, else ideal ones."""
+    typed = infer(numeric)
+    env: dict[str, Any] = dict(rounded_inputs(numeric, inputs))
+    verdicts = []
+    for node in numeric.nodes:
+        sub = node_graph(numeric, node.id)
+        sub_inputs = {i.name: env[i.name] for i in sub.inputs}
+        dtype = typed.values[node.id].dtype
+        exact = evaluate(sub, sub_inputs, rounded=False)[node.id]
+        if node.id not in observed:
+            env[node.id] = exact if typed.values[node.id].kind == "scalar" else round_to(exact, dtype)
+            continue
+        notes: set[str] = set()
+        ideal = ideal_values(sub, sub_inputs, notes)[node.id]
+        actual = observed[node.id]
+        st = error_stats(actual, exact, ideal, dtype)
+        narrow = narrower_format(actual, exact, dtype) if st.ratio > 1.0 else None
+        verdicts.append(NodeVerdict(node.id, st, "underflow" in notes, narrow, (device or {}).get(node.id)))
+        env[node.id] = np.asarray(actual, dtype=np.float64)
+    return verdicts
 
 
 class Checker:
@@ -69,20 +123,24 @@ class Checker:
     def __init__(self, pool: ExecutorPool, localize_faults: bool = True) -> None:
         self.pool = pool
         self.localize_faults = localize_faults
+        self.semantic = SEMANTIC_ORACLE if create(SEMANTIC_ORACLE).availability() is None else None
 
     @property
     def tested(self) -> list[str]:
         """Executors under test (all but the numpy oracles)."""
         return [n for n in self.pool.names if n not in ORACLE_EXECUTORS]
 
+    def subject(self, name: str, graph: Graph, outcomes: list[Outcome]) -> Subject:
+        """The oracles' view of one executor on one graph."""
+        ex = self.pool.executors[name]
+        return Subject(name, graph, outcomes, ex.policy_graph(graph), ex.numeric_graph(graph), ex.policy,
+                       ex.reported_dtypes(), ex.bridged(graph))
+
     def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
         """Run `case` on the executors and judge the outcomes."""
         graph = case.graph
         names = [n for n in (executors or self.tested) if n not in ORACLE_EXECUTORS]
-        t0 = time.perf_counter()
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
-        expected = [evaluate(graph, s, rounded=False) for s in sets]
-        oracle_s = time.perf_counter() - t0
         outcomes: dict[str, list[Outcome]] = {}
         seconds: dict[str, float] = {}
         for name in names:
@@ -90,63 +148,124 @@ class Checker:
             outcomes[name] = self.pool.run(name, graph, sets)
             seconds[name] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        ideal_cache: dict[str, list[dict[str, list[np.ndarray]]]] = {}
-        policies: dict[str, TypedGraph] = {}
-        policy_graphs: dict[str, Graph] = {}
-        judgements: dict[str, list[OutputJudgement]] = {}
+        subjects = [self.subject(n, graph, outcomes[n]) for n in names]
+        keys = {s.name: canonical(graph_to_json(s.policy)) for s in subjects}
+        eager = self._eager(graph, subjects, keys, sets, outcomes)
         findings: list[Finding] = []
-        notes: set[str] = set()
-        for name in names:
-            policy = policy_graphs[name] = self.pool.executors[name].policy_graph(graph)
-            key = canonical(graph_to_json(policy))
-            if key not in ideal_cache:
-                ideal_cache[key] = [ideal_values(policy, _policy_inputs(policy, s), notes) for s in sets]
-            policies[name] = infer(policy)
-            judgements[name] = judge_outputs(graph, policies[name], outcomes[name], expected, ideal_cache[key])
-            findings += bound_findings(name, graph, policies[name], judgements[name])
-        findings += status_oracle.judge(graph, outcomes)
-        findings += dtype_outcomes.judge(graph, infer(graph), outcomes, policy_graphs, expected)
-        findings = _explained_bounds_dropped(findings)
-        if "underflow" in notes:  # flush-to-zero and denormal handling: its own class, easy to triage apart
-            findings = [replace(f, error_class="underflow") if f.oracle == "error-bound" and f.error_class == "bound"
-                        else f for f in findings]
+        judgements: dict[str, list[OutputJudgement]] = {}
+        numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}
+        notes: list[str] = []
+        for s in subjects:
+            key = canonical(graph_to_json(s.numeric))
+            if key not in numbers:
+                ins = [rounded_inputs(s.numeric, v) for v in sets]
+                numbers[key] = ([evaluate(s.numeric, v, rounded=False) for v in ins], [ideal_values(s.numeric, v) for v in ins])
+            expected, ideal = numbers[key]
+            judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal)
+            found = bound_findings(s.name, graph, s.typed("numeric"), judgements[s.name])
+            if found and self.localize_faults:
+                found = [f2 for f in found if (f2 := self._localize(f, s, sets[f.input_set], notes)) is not None]
+            findings += found
+        semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
-            probes: dict[tuple[str, int], Outcome] = {}
-            for k, f in enumerate(findings):
-                if f.oracle == "error-bound" or (f.oracle == "dtype-divergence" and f.error_class == "reported-vs-policy"):
-                    key = canonical(graph_to_json(policy_graphs[f.executor]))
-                    findings[k] = self._localize(f, graph, policy_graphs[f.executor], sets[f.input_set],
-                                                 expected[f.input_set], ideal_cache[key][f.input_set], probes)
-        oracle_s += time.perf_counter() - t2
-        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s)
+            semantic = [self._localize_dtype(f, subjects, sets) if f.oracle == "dtype-divergence" else f for f in semantic]
+        explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
+        findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
+        findings += crashes.judge(graph, outcomes)
+        oracle_s = time.perf_counter() - t2
+        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes)
 
-    def _localize(self, finding: Finding, graph: Graph, policy: Graph, inputs: dict[str, np.ndarray],
-                  expected: dict[str, np.ndarray], ideal: dict[str, list[np.ndarray]],
-                  probes: dict[tuple[str, int], Outcome]) -> Finding:
-        """Pin a finding on the first node whose own output shows it, from one probe run outputting every node.
+    # ------------------------------------------------------------ semantic oracle runs
 
-        Error bounds: the first node whose result breaks the bound. Dtype divergences: the first node whose
-        reported dtype differs from the policy's. Fusion may differ in a probe; if no node shows it, the
-        finding keeps the output it was seen on (details: localized False).
+    def _eager(self, graph: Graph, subjects: list[Subject], keys: dict[str, str], sets: list[Values],
+               outcomes: dict[str, list[Outcome]]) -> dict[str, list[Outcome]]:
+        """PyTorch eager's outcomes on each subject's policy graph (each distinct program run once)."""
+        if self.semantic is None:
+            return {}
+        runs: dict[str, list[Outcome]] = {}
+        if self.semantic in outcomes:  # eager under test already ran the case graph
+            runs[canonical(graph_to_json(graph))] = outcomes[self.semantic]
+        self.pool.ensure(self.semantic)
+        out = {}
+        for s in subjects:
+            key = keys[s.name]
+            if key not in runs:
+                runs[key] = self.pool.run(self.semantic, s.policy, [rounded_inputs(s.policy, v) for v in sets])
+            out[s.name] = runs[key]
+        return out
+
+    # ------------------------------------------------------------ localization
+
+    def _probe(self, s: Subject, inputs: Values) -> tuple[dict[str, np.ndarray], dict[str, str | None], dict[str, str]] | None:
+        """The executor's values, device dtypes and reported dtypes of every tensor node of the case graph."""
+        typed = infer(s.graph)
+        names = [n.id for n in s.graph.nodes if typed.values[n.id].kind != "scalar"]
+        if not names:
+            return None
+        (outcome,) = self.pool.run(s.name, Graph(s.graph.inputs, s.graph.nodes, tuple(names)), [inputs])
+        if not outcome.ok or outcome.outputs is None:
+            return None
+        device = dict(zip(names, outcome.info.get("device_dtypes") or [None] * len(names)))
+        return dict(zip(names, outcome.outputs)), device, dict(zip(names, outcome.dtypes or []))
+
+    def _localize(self, finding: Finding, s: Subject, inputs: Values, notes: list[str]) -> Finding | None:
+        """Pin a numeric finding on the first node that is out of bound on its own operands (None: no node is).
+
+        A violation of the whole graph that no node explains on its own (each op within its bound on the
+        backend's own operands) is not something a maintainer can act on: it is noted, not reported.
         """
-        probe_names = probe_outputs(graph)
-        if len(probe_names) <= 1:
-            return finding
-        probe = Graph(graph.inputs, graph.nodes, tuple(probe_names))
-        slot = (finding.executor, finding.input_set)
-        if slot not in probes:
-            probes[slot] = self.pool.run(finding.executor, probe, [inputs])[0]
-        outcome = probes[slot]
-        typed = infer(policy)
-        if finding.oracle == "error-bound":
-            node = localize(probe, typed, outcome, expected, ideal)
-        else:
-            node = next((n for n, d in zip(probe_names, outcome.dtypes or []) if d != typed.values[n].dtype), None) \
-                if outcome.ok else None
-        if node is None:
+        probe = self._probe(s, inputs)
+        if probe is None:
             return replace(finding, details={**finding.details, "localized": False})
-        ops, dtypes = node_signature(graph, typed, node)
-        if finding.oracle == "dtype-divergence":
-            reported = dict(zip(probe_names, outcome.dtypes or []))[node]
-            dtypes = [typed.values[node].dtype, reported]
-        return replace(finding, ops=ops, dtypes=dtypes, node=node, details={**finding.details, "localized": True})
+        observed, device, _ = probe
+        verdicts = judge_nodes(s.numeric, inputs, observed, device)
+        node = at_fault([(v.node, v.stats) for v in verdicts])
+        if node is None:
+            notes.append(f"{s.name}: {finding.message} (no single node is out of bound on its own operands)")
+            return None
+        v = next(v for v in verdicts if v.node == node)
+        typed = s.typed("numeric")
+        ops, dtypes = node_signature(s.numeric, typed, node)
+        declared = typed.values[node].dtype
+        narrow = v.narrow or (v.device if device_narrower(v.device, declared) else None)
+        details = {**finding.details, "localized": True, "output_ratio": finding.ratio, "max_abs": v.stats.max_abs,
+                   "worst_index": v.stats.worst_index}
+        if narrow is not None:
+            evidence = f"the device holds {v.device}" if v.device == narrow else f"every value of {node} is a {narrow} number"
+            return Finding("effective-precision", s.name, ops, [declared, narrow], f"{declared}-carries-{narrow}",
+                           f"{node} ({ops[0]}) declares {declared} but computes in {narrow}: {evidence} "
+                           f"({v.stats.ratio:.3g}x the {declared} bound)", ratio=v.stats.ratio,
+                           max_ulp=v.stats.max_ulp, input_set=finding.input_set, node=node,
+                           details={**details, "evidence": evidence})
+        st = v.stats
+        cls = "underflow" if v.underflow else ("nonfinite" if st.nonfinite_mismatch else "bound")
+        if st.nonfinite_mismatch:
+            msg = (f"{node} ({ops[0]}, {dtypes[0]}): {st.nonfinite_mismatch} non-finite value(s) where the reference "
+                   f"is finite (or the reverse), on its own operands")
+        else:
+            msg = (f"{node} ({ops[0]}, {dtypes[0]}): max error {st.max_abs:.4g} ({st.max_ulp:.1f} ULP) is "
+                   f"{st.ratio:.3g}x the allowed error, on its own operands")
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
+                       max_ulp=st.max_ulp, details=details)
+
+    def _localize_dtype(self, finding: Finding, subjects: list[Subject], sets: list[Values]) -> Finding:
+        """Name the first node whose reported dtype differs from what eager reports for it (one probe each)."""
+        s = next(x for x in subjects if x.name == finding.executor)
+        probe = self._probe(s, sets[finding.input_set])
+        if probe is None or self.semantic is None:
+            return finding
+        _, _, reported = probe
+        names = tuple(reported)
+        (e,) = self.pool.run(self.semantic, Graph(s.policy.inputs, s.policy.nodes, names),
+                             [rounded_inputs(s.policy, sets[finding.input_set])])
+        if not e.ok:
+            return finding
+        for name, want in zip(names, e.dtypes or []):
+            got = reported[name]
+            if s.reported(want) != got:
+                op = s.graph.node(name).op
+                return replace(finding, ops=[op], dtypes=[s.reported(want), got], node=name,
+                               message=f"{name} ({op}): {s.name} returns {got} where PyTorch eager on the CPU returns "
+                                       f"{s.reported(want)} ({s.label})",
+                               details={**finding.details, "localized": True})
+        return finding

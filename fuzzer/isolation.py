@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import outcome as oc
-from .executors import create
+from .executors import Executor, create
 from .ir import Graph, graph_to_json
 
 _HEADER = struct.Struct("<Q")
@@ -158,15 +158,29 @@ class ExecutorPool:
                  log_dir: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.names = list(names)
         self.timeout = timeout
-        self.executors = {n: create(n) for n in names}
+        self.max_calls = max_calls
+        self.log_dir = log_dir
+        self.extra_env = dict(extra_env or {})
+        self.executors: dict[str, Executor] = {}
         self.workers: dict[str, WorkerProcess] = {}
         self._key: dict[str, str] = {}
-        for name, ex in self.executors.items():
-            if ex.isolated:
-                key = ex.group + "|" + ",".join(f"{k}={v}" for k, v in sorted(ex.env().items()))
-                if key not in self.workers:
-                    self.workers[key] = WorkerProcess(ex.group, {**ex.env(), **(extra_env or {})}, max_calls, log_dir)
-                self._key[name] = key
+        for name in names:
+            self.ensure(name)
+
+    def ensure(self, name: str) -> Executor:
+        """The executor called `name`, added to the pool (with its worker entry) if it is not there yet.
+
+        Executors added this way run on demand (the checker's semantic oracle) but are not in `names`.
+        """
+        if name in self.executors:
+            return self.executors[name]
+        ex = self.executors[name] = create(name)
+        if ex.isolated:
+            key = ex.group + "|" + ",".join(f"{k}={v}" for k, v in sorted(ex.env().items()))
+            if key not in self.workers:
+                self.workers[key] = WorkerProcess(ex.group, {**ex.env(), **self.extra_env}, self.max_calls, self.log_dir)
+            self._key[name] = key
+        return ex
 
     def run(self, name: str, graph: Graph, input_sets: list[dict[str, Any]]) -> list[oc.Outcome]:
         """Outcomes of executor `name` on every input set (never raises for backend failures)."""

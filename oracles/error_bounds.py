@@ -1,4 +1,11 @@
-"""The error-bound oracle: each ok output against the fp64 reference under the ideal-implementation bound."""
+"""The error-bound oracle: each ok output against the fp64 reference under the ideal-implementation bound.
+
+A violation becomes a finding only with a margin a maintainer would act on: an error at least MARGIN
+times the allowed error, a non-finite value where the reference and the ideals are finite, or the same
+output out of bound on a second input set. The node at fault is named by judging every node of a probe
+run on its own operands (the backend's own values), so an error that an earlier node made and a later
+node carried is pinned on the earlier one.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzer.ir import Graph, TypedGraph, infer
+from fuzzer.ir import Graph, TypedGraph
 from fuzzer.outcome import Outcome
 
 from .bounds import ErrorStats, error_stats
 from .findings import Finding
+
+MARGIN = 2.0  # a bound finding needs ratio >= MARGIN (or non-finite values, or a second violating input set)
 
 
 @dataclass(frozen=True)
@@ -23,7 +32,7 @@ class OutputJudgement:
     stats: ErrorStats
 
 
-def judge_outputs(graph: Graph, policy: TypedGraph, outcomes: list[Outcome],
+def judge_outputs(graph: Graph, numeric: TypedGraph, outcomes: list[Outcome],
                   expected: list[dict[str, np.ndarray]], ideal: list[dict[str, list[np.ndarray]]]) -> list[OutputJudgement]:
     """Error stats of every output of every ok outcome (expected/ideal: values per input set)."""
     out = []
@@ -31,9 +40,24 @@ def judge_outputs(graph: Graph, policy: TypedGraph, outcomes: list[Outcome],
         if not oc.ok or oc.outputs is None:
             continue
         for name, actual in zip(graph.outputs, oc.outputs):
-            dtype = policy.values[name].dtype
+            dtype = numeric.values[name].dtype
             out.append(OutputJudgement(k, name, dtype, error_stats(actual, expected[k][name], ideal[k][name], dtype)))
     return out
+
+
+def violates(judgements: list[OutputJudgement]) -> list[OutputJudgement]:
+    """The judgements that make a finding: non-finite, ratio >= MARGIN, or ratio > 1 on two input sets of one output."""
+    over: dict[str, list[OutputJudgement]] = {}
+    for j in judgements:
+        if j.stats.ratio > 1.0:
+            over.setdefault(j.output, []).append(j)
+    bad = []
+    for js in over.values():
+        if len({j.input_set for j in js}) >= 2:
+            bad += js
+        else:
+            bad += [j for j in js if j.stats.nonfinite_mismatch or j.stats.ratio >= MARGIN]
+    return bad
 
 
 def node_signature(graph: Graph, typed: TypedGraph, node_id: str) -> tuple[list[str], list[str]]:
@@ -43,39 +67,32 @@ def node_signature(graph: Graph, typed: TypedGraph, node_id: str) -> tuple[list[
     return [node.op], [",".join(ins) + "->" + typed.values[node_id].dtype]
 
 
-def bound_findings(executor: str, graph: Graph, policy: TypedGraph, judgements: list[OutputJudgement]) -> list[Finding]:
-    """One finding per executor for the worst violating output (ratio > 1 or non-finite mismatch)."""
-    bad = [j for j in judgements if j.stats.ratio > 1.0]
+def bound_findings(executor: str, graph: Graph, numeric: TypedGraph, judgements: list[OutputJudgement]) -> list[Finding]:
+    """One finding per executor for the worst violating output (see `violates`)."""
+    bad = violates(judgements)
     if not bad:
         return []
     worst = max(bad, key=lambda j: (j.stats.nonfinite_mismatch > 0, j.stats.ratio))
     s = worst.stats
     producer = worst.output if worst.output in {n.id for n in graph.nodes} else ""
-    ops, dtypes = node_signature(graph, policy, producer) if producer else (["input"], [worst.dtype])
+    ops, dtypes = node_signature(graph, numeric, producer) if producer else (["input"], [worst.dtype])
     cls = "nonfinite" if s.nonfinite_mismatch else "bound"
     if s.nonfinite_mismatch:
         msg = f"{s.nonfinite_mismatch} non-finite value(s) in {worst.output} where the reference and ideal are finite (or the reverse)"
     else:
         msg = (f"{worst.output}: max error {s.max_abs:.4g} ({s.max_ulp:.1f} ULP of {worst.dtype}) is {s.ratio:.3g}x "
                f"the allowed error")
+    sets = sorted({j.input_set for j in bad if j.output == worst.output})
     return [Finding("error-bound", executor, ops, dtypes, cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
                     input_set=worst.input_set, output=worst.output, node=producer,
-                    details={"max_abs": s.max_abs, "worst_index": s.worst_index, "violating_outputs": len(bad)})]
+                    details={"max_abs": s.max_abs, "worst_index": s.worst_index, "violating_outputs": len(bad),
+                             "violating_sets": sets})]
 
 
-def localize(graph: Graph, policy: TypedGraph, probe: Outcome, expected: dict[str, np.ndarray],
-             ideal: dict[str, list[np.ndarray]]) -> str | None:
-    """The first node (in order) whose own output breaks the bound in a probe run that output every node."""
-    if not probe.ok or probe.outputs is None:
-        return None
-    for name, actual in zip(probe_outputs(graph), probe.outputs):
-        st = error_stats(actual, expected[name], ideal[name], policy.values[name].dtype)
-        if st.ratio > 1.0:
-            return name
-    return None
+def at_fault(node_stats: list[tuple[str, ErrorStats]]) -> str | None:
+    """The node to blame from per-node stats judged on the backend's own operands (in graph order).
 
-
-def probe_outputs(graph: Graph) -> list[str]:
-    """Node ids that a probe run exposes as outputs (every tensor-valued node)."""
-    typed = infer(graph)
-    return [n.id for n in graph.nodes if typed.values[n.id].kind != "scalar"]
+    The first node with a finding-sized violation (non-finite or ratio >= MARGIN); else the first over 1.
+    """
+    strong = next((n for n, s in node_stats if s.nonfinite_mismatch or s.ratio >= MARGIN), None)
+    return strong or next((n for n, s in node_stats if s.ratio > 1.0), None)

@@ -6,25 +6,28 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# What a person does with a finding: report it upstream, fix the model, or note a coverage gap.
+KINDS = ("backend-bug", "model-hazard", "unsupported")
+
 
 @dataclass
 class Finding:
     """One oracle verdict against one executor on one case."""
 
-    oracle: str  # error-bound | status | dtype-chain | effective-precision | dtype-divergence | crash
+    oracle: str  # error-bound | status-divergence | dtype-divergence | silent-downcast | model-hazard | coverage | ...
     executor: str
     ops: list[str]  # ops at fault (localized where possible)
     dtypes: list[str]  # dtypes at fault: operand dtypes -> output dtype
     error_class: str  # e.g. bound, nonfinite, dtype-mismatch, crash-signal-11, timeout
     message: str
-    against: str = ""  # the other executor, for divergence oracles
+    kind: str = "backend-bug"
+    against: str = ""  # what it was compared with (e.g. "eager" for the semantic oracle)
     ratio: float | None = None  # observed / allowed error, where it applies
     max_ulp: float | None = None
     input_set: int = 0
     output: str = ""
     node: str = ""  # node id at fault, when localized
     details: dict[str, Any] = field(default_factory=dict)
-    per_op: bool = True  # False: one root cause whatever op shows it (the signature leaves the ops out)
 
     @property
     def variant(self) -> str:
@@ -32,11 +35,14 @@ class Finding:
         return self.executor.split("/", 1)[1] if "/" in self.executor else ""
 
     @property
+    def backend(self) -> str:
+        """The backend family: torch_xla, tvm, torch or neuron."""
+        return backend_of(self.executor)
+
+    @property
     def signature(self) -> str:
         """Stable dedup key: oracle, executor, ops and dtypes at fault, error class (not the executor compared with)."""
-        ops = "+".join(self.ops) if self.per_op else "*"
-        body = "|".join([self.oracle, self.executor, ops, ",".join(self.dtypes), self.error_class])
-        return body
+        return "|".join([self.oracle, self.executor, "+".join(self.ops), ",".join(self.dtypes), self.error_class])
 
     @property
     def short_id(self) -> str:
@@ -46,5 +52,14 @@ class Finding:
     def record(self) -> dict[str, Any]:
         """JSON-able form (the findings.jsonl fields are added by the campaign)."""
         out = asdict(self)
-        out.update(signature=self.signature, variant=self.variant)
+        out.update(signature=self.signature, variant=self.variant, backend=self.backend)
         return out
+
+
+BACKENDS = {"xla": "torch_xla", "tvm": "tvm", "torch": "torch", "neuron": "neuron", "debug": "debug"}
+
+
+def backend_of(executor: str) -> str:
+    """The backend family of an executor name (its part before '/')."""
+    head = executor.split("/", 1)[0]
+    return BACKENDS.get(head, head)

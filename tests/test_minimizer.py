@@ -410,19 +410,19 @@ def test_bf16_schedule_upcast_minimizes_to_the_noise_arithmetic_and_the_conv() -
         t0 = time.monotonic()
         result = minimize(case, None, pool)
         seconds = time.monotonic() - t0
-    assert result.target.signature.startswith("status-divergence|torch/eager|conv3d|float32->bfloat16|dtype-mismatch")
+    assert result.target.signature == "model-hazard|torch/eager|conv3d|float32,bfloat16|raised"
     assert_upcast_minimized(result, seconds)
     check_script_reads_like_the_seed(result.case, load_case(SEEDS / "xla-bf16-schedule-upcast.json"), "torch/eager")
 
 
 @pytest.mark.slow
-def test_bf16_schedule_upcast_dtype_chain_on_xla_native() -> None:
+def test_bf16_schedule_upcast_hazard_on_xla_native() -> None:
     case = schedule_upcast_in_a_larger_graph()
     with ExecutorPool(["xla/native"], timeout=300.0) as pool:
         t0 = time.monotonic()
-        result = minimize(case, "dtype-chain|xla/native|conv3d|float32,bfloat16|raised", pool)
+        result = minimize(case, "model-hazard|xla/native|conv3d|float32,bfloat16|raised", pool)
         seconds = time.monotonic() - t0
-    assert result.finding is not None and result.finding.oracle == "dtype-chain"
+    assert result.finding is not None and result.finding.oracle == "model-hazard"
     assert_upcast_minimized(result, seconds)
 
 

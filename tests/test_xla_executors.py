@@ -12,15 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fuzzer.check import Checker
 from fuzzer.dtypes import round_to
 from fuzzer.executors import REGISTRY, availability, create
 from fuzzer.executors.neuron import NEURON_SETTINGS, UNAVAILABLE, NeuronSetting
 from fuzzer.export import render_script
-from fuzzer.interpret import evaluate, ideal_values
+from fuzzer.interpret import evaluate
 from fuzzer.ir import Case, Graph, Input, Node, infer, input_values, load_case
 from fuzzer.isolation import ExecutorPool
 from oracles.bounds import error_stats
-from oracles.dtype_outcomes import classify_error
+from oracles.errors import classify_error
 from op_examples import example
 
 XLA = ["xla/native", "xla/bf16-model", "xla/autocast", "xla/legacy-bf16"]
@@ -103,15 +104,16 @@ def test_neuron_settings_env_and_description() -> None:
     assert len(set(pool._key.values())) == len(NEURON_SETTINGS)
 
 
-def test_neuron_policy_graphs_follow_the_auto_cast_setting(seed: Case) -> None:
+def test_neuron_numeric_graphs_follow_the_auto_cast_setting(seed: Case) -> None:
     lin = example("linear", "float32").graph
-    assert create("neuron/auto-cast-none").policy_graph(lin) == lin
-    matmult = infer(create("neuron/auto-cast-matmult-bf16").policy_graph(lin))
-    assert matmult.values["out"].dtype == "float32"  # reported dtype stays fp32 ...
-    assert matmult.values["out_bfloat16"].dtype == "bfloat16"  # ... computed in bf16
+    assert create("neuron/auto-cast-none").numeric_graph(lin) == lin
+    assert create("neuron/auto-cast-matmult-bf16").policy_graph(lin) == lin  # the PyTorch program is unchanged ...
+    matmult = infer(create("neuron/auto-cast-matmult-bf16").numeric_graph(lin))
+    assert matmult.values["out"].dtype == "float32"  # ... the reported dtype stays fp32 ...
+    assert matmult.values["out_bfloat16"].dtype == "bfloat16"  # ... and the compiler computes it in bf16
     soft = example("softmax", "float32").graph
-    assert create("neuron/auto-cast-matmult-fp16").policy_graph(soft) == soft  # not a matmult op
-    assert infer(create("neuron/auto-cast-all-fp16").policy_graph(soft)).values["out_float16"].dtype == "float16"
+    assert create("neuron/auto-cast-matmult-fp16").numeric_graph(soft) == soft  # not a matmult op
+    assert infer(create("neuron/auto-cast-all-fp16").numeric_graph(soft)).values["out_float16"].dtype == "float16"
 
 
 def test_policy_graphs_of_the_seed(seed: Case) -> None:
@@ -219,92 +221,36 @@ def test_legacy_repro_reports_float32_with_bf16_error(seed: Case, tmp_path: Path
 MATRIX_OPS = ["layer_norm", "rms_norm", "group_norm", "batch_norm", "instance_norm", "conv1d", "conv2d", "conv3d",
               "softmax", "log_softmax", "matmul", "bmm", "linear"]
 
-# Measured on torch 2.9.1 / torch_xla 2.9.0, PJRT CPU. Each entry is a finding, kept here with its measured
-# ratio (observed error / allowed error) or dtype/error class; the test fails if the matrix changes.
-#   bound R            ran, reported dtype as promised, error R x the bound
-#   dtype D/P R        reported D where the policy promises P
-#   accepted D/P R     ran although the policy graph has a chain break (PyTorch raises), reporting D
-#   error CLASS        failed, and not with the dtype mismatch PyTorch raises for a chain break
-# Entries not listed must be "ok", or "raises" (a chain break in the policy graph: PyTorch raises too).
+# Measured on torch 2.9.1 / torch_xla 2.9.0, PJRT CPU, through the checker (PyTorch eager as the semantic oracle).
+# Each entry is a backend-bug finding: "<oracle> <error class>". The test fails if the matrix changes.
+# model.to(bfloat16) with float16 activations is a model hazard on every parametrized op (eager raises); XLA runs
+# some of them anyway: layer/group norm return bfloat16 (the fp16 activation silently downcast), and linear
+# returns float32 computed at bfloat16 precision (1.5e3x the float32 bound).
 KNOWN = {
-    # XLA:CPU convolves fp16 with fp16 accumulation: beyond the fp16 bound (fp32-accumulating ideals).
-    ("xla/native", "conv2d", "float16"): "bound 1.13",
-    ("xla/native", "conv3d", "float16"): "bound 1.64",
-    # bf16 params meet an fp16 activation: XLA's linear promotes (PyTorch raises), batch_norm dies in the HLO verifier
-    ("xla/bf16-model", "linear", "float16"): "accepted float32/bfloat16 0.156",
-    ("xla/bf16-model", "layer_norm", "float16"): "accepted bfloat16/bfloat16 0.151",  # PyTorch CPU: "mixed dtype"
-    ("xla/bf16-model", "group_norm", "float16"): "accepted bfloat16/bfloat16 0.317",
-    ("xla/bf16-model", "batch_norm", "float16"): "error compiler-error",
-    ("xla/bf16-model", "instance_norm", "float16"): "error compiler-error",
-    # legacy: fp32 params next to fp16/bf16 activations. XLA's layer/group norm return float32 where PyTorch's
-    # mixed-dtype kernels keep the activation dtype; batch norm fails in the HLO verifier; linear runs (PyTorch
-    # raises) and carries bf16 error under a float32 label; fp16 data is computed with bf16-sized error.
-    ("xla/legacy-bf16", "layer_norm", "float16"): "dtype float32/float16 2.92",
-    ("xla/legacy-bf16", "group_norm", "float16"): "dtype float32/float16 3.02",
-    ("xla/legacy-bf16", "rms_norm", "float16"): "bound 2.66",
-    ("xla/legacy-bf16", "batch_norm", "float16"): "error compiler-error",
-    ("xla/legacy-bf16", "instance_norm", "float16"): "error compiler-error",
-    ("xla/legacy-bf16", "linear", "float16"): "accepted float32/float32 2.13e+03",
-    ("xla/legacy-bf16", "layer_norm", "bfloat16"): "dtype float32/bfloat16 0.245",
-    ("xla/legacy-bf16", "group_norm", "bfloat16"): "dtype float32/bfloat16 0.371",
-    ("xla/legacy-bf16", "linear", "bfloat16"): "accepted float32/float32 1.47e+03",
+    ("xla/bf16-model", "layer_norm", "float16"): "silent-downcast downcast",
+    ("xla/bf16-model", "group_norm", "float16"): "silent-downcast downcast",
+    ("xla/bf16-model", "linear", "float16"): "error-bound bound",
 }
-
-
-def verdict(executor, case: Case, outcome) -> str:
-    """ok | raises | bound R | dtype D/P R | accepted D/P R | error CLASS, for one op on one executor."""
-    policy = create(executor).policy_graph(case.graph)
-    typed = infer(policy)
-    promised = typed.values["out"].dtype
-    if not outcome.ok:
-        if typed.chain_breaks() and classify_error(outcome) == "dtype-mismatch":
-            return "raises"
-        return f"error {classify_error(outcome)}"
-    raw = input_values(case, 0)
-    inputs = {i.name: round_to(raw[i.name], i.dtype) for i in policy.inputs}
-    exact, ideal = evaluate(policy, inputs, rounded=False)["out"], ideal_values(policy, inputs)["out"]
-    ratio = error_stats(outcome.outputs[0], exact, ideal, promised).ratio
-    reported = outcome.dtypes[0]
-    if typed.chain_breaks():
-        return f"accepted {reported}/{promised} {ratio:.3g}"
-    if reported != promised:
-        return f"dtype {reported}/{promised} {ratio:.3g}"
-    return f"bound {ratio:.3g}" if ratio > 1.0 else "ok"
-
-
-def _same(measured: str, known: str) -> bool:
-    """Equal words; numbers on the same side of 1 and within a factor 4 (the matrix documents findings, not values)."""
-    a, b = measured.split(), known.split()
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        try:
-            fx, fy = float(x), float(y)
-        except ValueError:
-            if x != y:
-                return False
-            continue
-        if (fx > 1.0) != (fy > 1.0) or not (fy / 4 <= fx <= fy * 4):
-            return False
-    return True
+HAZARDS = {("xla/bf16-model", op, "float16") for op in ("layer_norm", "group_norm", "batch_norm", "instance_norm",
+                                                         "conv1d", "conv2d", "conv3d", "linear")}
 
 
 @pytest.mark.slow
 def test_fp16_bf16_ops_on_every_xla_policy(pool: ExecutorPool) -> None:
+    checker = Checker(pool)
     found: dict[tuple[str, str, str], str] = {}
+    hazards = set()
     for dtype in ("float16", "bfloat16"):
         for op in MATRIX_OPS:
-            case = example(op, dtype)
-            for name in XLA:
-                (outcome,) = pool.run(name, case.graph, [input_values(case, 0)])
-                v = verdict(name, case, outcome)
-                if v not in ("ok", "raises"):
-                    found[(name, op, dtype)] = v
-                if name == "xla/autocast" and outcome.ok:  # the autocast op lists of the policy graph are torch's
-                    assert outcome.dtypes[0] == infer(create(name).policy_graph(case.graph)).values["out"].dtype
-    unexpected = {k: v for k, v in found.items() if k not in KNOWN or not _same(v, KNOWN[k])}
-    missing = {k: v for k, v in KNOWN.items() if k not in found}
-    assert not unexpected and not missing, f"new or changed: {unexpected}; no longer seen: {missing}"
+            result = checker.check(example(op, dtype), XLA)
+            for f in result.findings:
+                if f.kind == "model-hazard":
+                    hazards.add((f.executor, op, dtype))
+                else:
+                    assert (f.executor, op, dtype) not in found, f
+                    found[(f.executor, op, dtype)] = f"{f.oracle} {f.error_class}"
+    assert found == KNOWN
+    assert hazards == HAZARDS
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])

@@ -73,9 +73,29 @@ class Executor(ABC):
         """'unsupported' for backend limitations, else 'error'."""
         return "unsupported" if isinstance(exc, Unsupported) else "error"
 
+    policy: str = "declared"  # policy label: the PyTorch program a configuration runs (see policy_graph)
+
     def policy_graph(self, graph: Graph) -> Graph:
-        """The graph whose declared dtypes this configuration promises (a precision policy is a rewrite)."""
+        """The PyTorch program this configuration runs: the graph rewritten by its precision policy.
+
+        PyTorch eager on the CPU runs this graph too; its status and dtypes are what the executor must match.
+        """
         return graph
+
+    def numeric_graph(self, graph: Graph) -> Graph:
+        """The graph whose declared dtypes the executor computes in (its error bound); the policy graph by default.
+
+        It differs where a documented mode computes narrower than it reports (XLA_USE_BF16, Neuron --auto-cast).
+        """
+        return self.policy_graph(graph)
+
+    def reported_dtypes(self) -> dict[str, str]:
+        """dtype -> the dtype this configuration reports for it, where its documented mode relabels dtypes."""
+        return {}
+
+    def bridged(self, graph: Graph) -> frozenset[str]:
+        """Chain breaks (PyTorch raises) that this executor's own lowering bridges with casts (nothing to judge)."""
+        return frozenset()
 
     def repro_parts(self, graph: Graph) -> Any:
         """The backend pieces of a standalone repro script (a fuzzer.export.ReproParts)."""

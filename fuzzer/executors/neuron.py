@@ -118,8 +118,6 @@ class NeuronExecutor(XlaExecutor):
         self.setting_name = setting
         self.setting = NEURON_SETTINGS[setting]
         self.name = f"neuron/{setting}"
-        s = self.setting
-        self.policy = "declared" if s.auto_cast == "none" else f"neuron-auto-cast-{s.auto_cast}-{s.auto_cast_type}"
 
     def availability(self) -> str | None:
         return super().availability() or neuron_available()
@@ -134,7 +132,7 @@ class NeuronExecutor(XlaExecutor):
         return {**super().settings(), "neuron": {"setting": self.setting_name, **asdict(self.setting),
                                                   "cc_flags": self.setting.cc_flags()}}
 
-    def policy_graph(self, graph: Graph) -> Graph:
+    def numeric_graph(self, graph: Graph) -> Graph:
         s = self.setting
         if s.auto_cast == "none" or s.auto_cast_type not in CAST_TYPES:
             return graph

@@ -71,11 +71,22 @@ def autocast_graph(graph: Graph, lower: frozenset[str], fp32: frozenset[str], dt
     return Graph(graph.inputs, tuple(nodes), graph.outputs)
 
 
-def recast_inputs(graph: Graph, role: str, dtype: str) -> Graph:
-    """The graph with every floating-point tensor input of `role` declared as `dtype` (model.to(dtype) for params)."""
-    inputs = tuple(replace(i, dtype=dtype) if i.role == role and i.kind == "tensor" and is_float(i.dtype) else i
-                   for i in graph.inputs)
+def recast_inputs(graph: Graph, role: str | None, dtype: str, only: tuple[str, ...] | None = None) -> Graph:
+    """The graph with floating-point tensor inputs of `role` (None: any) declared as `dtype` (model.to(dtype) for params).
+
+    `only` limits the rewrite to inputs declared in one of those dtypes.
+    """
+    inputs = tuple(replace(i, dtype=dtype) if (role is None or i.role == role) and i.kind == "tensor"
+                   and is_float(i.dtype) and (only is None or i.dtype in only) else i for i in graph.inputs)
     return Graph(inputs, graph.nodes, graph.outputs)
+
+
+def narrow(graph: Graph, wide: tuple[str, ...], dtype: str) -> Graph:
+    """The graph with every input and cast of a `wide` dtype declared as `dtype` instead (computing in `dtype`)."""
+    inputs = tuple(replace(i, dtype=dtype) if i.kind == "tensor" and i.dtype in wide else i for i in graph.inputs)
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": dtype}) if n.op == "astype" and n.attrs.get("dtype") in wide
+                  else n for n in graph.nodes)
+    return Graph(inputs, nodes, graph.outputs)
 
 
 class TorchExecutor(Executor):
@@ -84,7 +95,6 @@ class TorchExecutor(Executor):
     name = "torch/eager"
     group = "torch"
     requires = ("torch",)
-    policy = "declared"  # policy label: executors with one label promise the same dtypes (dtype-divergence oracle)
 
     def packages(self) -> tuple[str, ...]:
         return ("torch",)

@@ -78,6 +78,9 @@ def node_expr(node: Node, scalar_operands: set[str]) -> str:
     if op == "group_norm":
         return f"F.group_norm({a[0]}, {attrs['num_groups']!r}, {a[1]}, {a[2]}, eps={attrs['eps']!r})"
     if op == "batch_norm":
+        if attrs["training"]:  # training mode updates the running statistics in place: give it copies
+            return (f"F.batch_norm({a[0]}, {a[1]}.clone(), {a[2]}.clone(), {a[3]}, {a[4]}, training=True, "
+                    f"eps={attrs['eps']!r})")
         return f"F.batch_norm({a[0]}, {a[1]}, {a[2]}, {a[3]}, {a[4]}, training=False, eps={attrs['eps']!r})"
     if op == "instance_norm":
         return f"F.instance_norm({a[0]}, weight={a[1]}, bias={a[2]}, eps={attrs['eps']!r})"

@@ -149,7 +149,8 @@ class _Lowering:
             w = self.param(ins[3], channels, dt, "ones", f"{name_of(node.id)}_weight")
             b = self.param(ins[4], channels, dt, "zeros", f"{name_of(node.id)}_bias")
             m, v = self.operand(ins[1], dt), self.operand(ins[2], dt)
-            bn = self.emit(f"R.op.nn.batch_norm({x}, {w}, {b}, {m}, {v}, axis=1, epsilon={eps!r}, training=False)",
+            bn = self.emit(f"R.op.nn.batch_norm({x}, {w}, {b}, {m}, {v}, axis=1, epsilon={eps!r}, "
+                           f"training={bool(attrs['training'])})",
                            f"{name_of(node.id)}_bn")
             return f"R.TupleGetItem({bn}, 0)"
         w = self.param(ins[1], channels, dt, "ones", f"{name_of(node.id)}_weight")

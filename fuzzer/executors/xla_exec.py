@@ -26,7 +26,9 @@ from .. import outcome as oc
 from ..dtypes import is_float
 from ..ir import Graph, Input
 from .base import Inputs
-from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, recast_inputs
+from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, narrow, recast_inputs
+
+LEGACY_FP32 = ("bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
 XLA_AUTOCAST_FP32 = frozenset({"softmax", "log_softmax", "batch_norm", "instance_norm"})
@@ -183,7 +185,13 @@ class XlaAutocastExecutor(XlaExecutor):
 
 
 class XlaLegacyBf16Executor(XlaExecutor):
-    """`xla/legacy-bf16`: XLA_USE_BF16=1, model in fp32. Promises float32 (what torch reports); measured, not assumed."""
+    """`xla/legacy-bf16`: XLA_USE_BF16=1 with the model as it was before the migration (bf16/fp32 tensors in fp32).
+
+    The documented mode: float32 and float64 tensors live as bfloat16 on the device and report float32
+    (a bfloat16 tensor reports float32 too), and so does every float32 intermediate, the float32 that
+    float16 ops compute in included. So it is judged against a bfloat16 computation, and its reported
+    dtypes against eager's with that relabelling.
+    """
 
     name = "xla/legacy-bf16"
     policy = "legacy-xla-use-bf16"
@@ -192,7 +200,13 @@ class XlaLegacyBf16Executor(XlaExecutor):
         return {**super().env(), "XLA_USE_BF16": "1"}
 
     def input_dtype(self, inp: Input) -> str:
-        return "float32" if inp.role == "param" and is_float(inp.dtype) else inp.dtype
+        return "float32" if is_float(inp.dtype) and inp.dtype in LEGACY_FP32 else inp.dtype
 
     def policy_graph(self, graph: Graph) -> Graph:
-        return recast_inputs(graph, "param", "float32")
+        return recast_inputs(graph, None, "float32", only=LEGACY_FP32)
+
+    def numeric_graph(self, graph: Graph) -> Graph:
+        return narrow(self.policy_graph(graph), ("float16", "float32", "float64"), "bfloat16")
+
+    def reported_dtypes(self) -> dict[str, str]:
+        return {"float64": "float32", "bfloat16": "float32"}

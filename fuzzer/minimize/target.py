@@ -8,33 +8,11 @@ from dataclasses import dataclass, replace
 from oracles.findings import Finding
 
 from ..check import Checker
-from ..executors import ORACLE_EXECUTORS
-from ..ir import Case, Graph, infer
-from ..ops import OPS
-
-try:
-    from oracles.dtype_outcomes import trace_promotion
-except ImportError:  # pragma: no cover - while the dtype-outcome oracle is being built
-    trace_promotion = None  # type: ignore[assignment]
+from ..executors import ORACLE_EXECUTORS, REGISTRY
+from ..analysis import promoted_breaks
+from ..ir import Case, Graph
 
 WHOLE_GRAPH_ORACLES = ("crash", "timeout")  # their signatures name every op and input dtype of the graph
-
-
-def promoted_breaks(graph: Graph) -> set[str]:
-    """Chain-break nodes whose odd activation dtype comes from a type promotion inside the graph."""
-    if trace_promotion is None:
-        return set()
-    typed = infer(graph)
-    found = set()
-    for node_id, brk in typed.chain_breaks().items():
-        node = graph.node(node_id)
-        if OPS[node.op].params:  # conv, linear, norms: the activation's dtype is the odd one
-            operand, dtype = node.inputs[brk.operand], brk.activation_dtype
-        else:  # matmul/bmm: the operand whose wider dtype won
-            operand, dtype = node.inputs[1 - brk.operand], brk.param_dtype
-        if isinstance(operand, str) and trace_promotion(graph, typed, operand, dtype).promoted_at:
-            found.add(node_id)
-    return found
 
 
 @dataclass(frozen=True)
@@ -81,7 +59,10 @@ class Target:
     @classmethod
     def of(cls, finding: Finding, graph: Graph) -> "Target":
         """The target of a finding on `graph`."""
-        return replace(cls.parse(finding.signature, graph), against=finding.against).refined(finding, graph)
+        target = replace(cls.parse(finding.signature, graph), against=finding.against)
+        if finding.details.get("whole_graph"):
+            target = replace(target, whole_graph=True)
+        return target.refined(finding, graph)
 
     def refined(self, finding: Finding, graph: Graph) -> "Target":
         """This target plus what the original finding's details add (a promotion behind the node at fault)."""
@@ -101,7 +82,7 @@ class Target:
     def executors(self) -> list[str]:
         """The executors a check must run: the one at fault and the one it is compared against."""
         names = [self.executor]
-        if self.against and self.against not in ORACLE_EXECUTORS and self.against != self.executor:
+        if self.against in REGISTRY and self.against not in ORACLE_EXECUTORS and self.against != self.executor:
             names.append(self.against)
         return names
 

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..promotion import Operand
+from ..promotion import Operand, promote_types
 
 
 class IRError(ValueError):
@@ -109,13 +109,18 @@ def norm_dim(dim: int, rank: int, what: str = "dim") -> int:
 
 
 def param_dtype_rule(activation: ValueInfo, params: list[ValueInfo]) -> tuple[str, ChainBreak | None]:
-    """PyTorch's same-dtype rule for parametrized ops: (output dtype, chain break if the activation differs)."""
+    """PyTorch's same-dtype rule for parametrized ops: (output dtype, chain break if the activation differs).
+
+    PyTorch raises at a chain break, so no PyTorch run defines its output dtype; a backend that runs it
+    anyway is judged against a correct promotion (compute and return the promoted dtype), so that a
+    silent downcast of either side shows as such.
+    """
     dtypes = sorted({p.dtype for p in params})
     if len(dtypes) > 1:
         raise IRError(f"parameters disagree in dtype ({', '.join(dtypes)})")
     if not params or activation.dtype == params[0].dtype:
         return activation.dtype, None
-    return params[0].dtype, ChainBreak(0, activation.dtype, params[0].dtype)
+    return promote_types(activation.dtype, params[0].dtype), ChainBreak(0, activation.dtype, params[0].dtype)
 
 
 def acc_sum(x, axis=None, keepdims=False):

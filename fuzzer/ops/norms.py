@@ -1,4 +1,4 @@
-"""Normalizations: layer_norm, rms_norm, group_norm, batch_norm (inference), instance_norm."""
+"""Normalizations: layer_norm, rms_norm, group_norm, batch_norm (inference or training statistics), instance_norm."""
 
 from __future__ import annotations
 
@@ -90,6 +90,10 @@ def _infer_group_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typ
 def _infer_batch_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     x = _tensor_input(ops[0], 2)
     _eps(attrs)
+    if not isinstance(attrs.get("training", False), bool):
+        raise IRError(f"training must be true or false, got {attrs.get('training')!r}")
+    if attrs.get("training") and int(np.prod((x.shape[0],) + x.shape[2:])) == 1:  # PyTorch's _verify_batch_size
+        raise IRError(f"training batch_norm needs more than 1 value per channel, got shape {list(x.shape)}")
     params = _channel_params(ops[1:], x.shape[1], ("running_mean", "running_var", "weight", "bias"))
     return _norm_dtype(x, params)
 
@@ -110,12 +114,26 @@ def _affine(y: np.ndarray, weight: Any, bias: Any, axis_shape: tuple[int, ...]) 
     return y
 
 
+def normalize(x, mu, v, eps):
+    """(x - mu) / sqrt(v + eps); in float32 arithmetic as norm kernels compute it: fma(x, rstd, -mu * rstd).
+
+    The scale-and-shift form rounds -mu * rstd before the cancellation, so a kernel's error is relative to
+    |mu| * rstd, not to the (possibly zero) result: an ideal float32 kernel must feel that too. (The product
+    of two float32 numbers is exact in float64, so the fused multiply-add rounds once, as hardware does.)
+    """
+    if np.asarray(x).dtype != np.float32:
+        return (x - mu) / np.sqrt(v + eps)
+    rstd = np.float32(1.0) / np.sqrt(v + np.float32(eps))
+    shift = -mu * rstd
+    return (x.astype(np.float64) * rstd + shift).astype(np.float32)
+
+
 def layer_norm(x, weight=None, bias=None, normalized_shape=(), eps=1e-5, **_: Any) -> np.ndarray:
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape, then affine."""
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
     mu = acc_mean(x, axes, keepdims=True)
     v = acc_mean((x - mu) ** 2, axes, keepdims=True)
-    return _affine((x - mu) / np.sqrt(v + eps), weight, bias, tuple(normalized_shape))
+    return _affine(normalize(x, mu, v, eps), weight, bias, tuple(normalized_shape))
 
 
 def rms_norm(x, weight=None, normalized_shape=(), eps=1e-6, **_: Any) -> np.ndarray:
@@ -131,15 +149,20 @@ def group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5, **_: Any) -> n
     g = x.reshape(n, num_groups, -1)
     mu = acc_mean(g, -1, keepdims=True)
     v = acc_mean((g - mu) ** 2, -1, keepdims=True)
-    y = ((g - mu) / np.sqrt(v + eps)).reshape(x.shape)
+    y = normalize(g, mu, v, eps).reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
 
 
-def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
-    """Inference batch norm with running statistics."""
+def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, training=False, **_: Any) -> np.ndarray:
+    """Batch norm: running statistics (inference), or the batch's own mean and biased variance (training)."""
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
-    y = (x - np.reshape(running_mean, shape)) / np.sqrt(np.reshape(running_var, shape) + eps)
-    return _affine(y, weight, bias, shape)
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        mu = acc_mean(x, axes, keepdims=True)
+        v = acc_mean((x - mu) ** 2, axes, keepdims=True)
+    else:
+        mu, v = np.reshape(running_mean, shape), np.reshape(running_var, shape)
+    return _affine(normalize(x, mu, v, eps), weight, bias, shape)
 
 
 def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
@@ -147,7 +170,7 @@ def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
     axes = tuple(range(2, x.ndim))
     mu = acc_mean(x, axes, keepdims=True)
     v = acc_mean((x - mu) ** 2, axes, keepdims=True)
-    return _affine((x - mu) / np.sqrt(v + eps), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
+    return _affine(normalize(x, mu, v, eps), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
 
 
 OPS: list[OpSpec] = [
@@ -157,7 +180,7 @@ OPS: list[OpSpec] = [
            _infer_rms_norm, rms_norm, params=(1,)),
     OpSpec("group_norm", "norm", ("x", "weight?", "bias?"), {"num_groups": 1, "eps": 1e-5},
            _infer_group_norm, group_norm, params=(1, 2)),
-    OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5},
+    OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5, "training": False},
            _infer_batch_norm, batch_norm, params=(1, 2, 3, 4)),
     OpSpec("instance_norm", "norm", ("x", "weight?", "bias?"), {"eps": 1e-5},
            _infer_instance_norm, instance_norm, params=(1, 2)),

@@ -19,5 +19,5 @@ def judge(graph: Graph, outcomes: dict[str, list[Outcome]]) -> list[Finding]:
         cls = f"signal-{bad.signal}" if bad.status == "crash" else "timeout"
         found.append(Finding(bad.status, name, ops, sorted({i.dtype for i in graph.inputs}), cls,
                              bad.summary() + (f": {bad.message[-300:]}" if bad.message else ""),
-                             input_set=outs.index(bad)))
+                             input_set=outs.index(bad), details={"whole_graph": True}))
     return found

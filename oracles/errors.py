@@ -1,0 +1,30 @@
+"""Error classes: what a backend's exception message says (dtype mismatch, compiler error, unsupported, ...)."""
+
+from __future__ import annotations
+
+import re
+
+from fuzzer.outcome import Outcome
+
+# (class, pattern over "<error type>: <message>"), first match wins. Backends word these differently.
+ERROR_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((c, re.compile(p, re.IGNORECASE)) for c, p in (
+    # a device compiler rejecting what the frontend let through (e.g. XLA's HLO verifier on mixed precisions)
+    ("compiler-error", r"hlo verifier|neuronx-cc|NCC_[A-Z]+\d+|compil(e|ation|er) (error|fail)|failed compilation"
+                       r"|HloModule|XLA compilation|tvm\.error|TVMError"),
+    ("dtype-mismatch", r"type \(.*\) and .* type \(.*\) should be the same|should be the same (type|dtype)"
+                       r"|expected .*(same dtype|same type|scalar type)|must have the same (dtype|type|scalar type)"
+                       r"|dtype mismatch|mixed dtype|found dtype \w+ but expected|expected both .* to have the same"
+                       r"|type mismatch|promot\w* .* not allowed"),
+    ("unsupported", r"^NotImplementedError|not implemented for|not supported|unsupported|no (lowering|kernel)"),
+))
+
+
+def classify_error(outcome: Outcome) -> str:
+    """dtype-mismatch | unsupported | compiler-error | runtime-error (errors), or the status itself."""
+    if outcome.status in ("ok", "unsupported", "crash", "timeout"):
+        return outcome.status
+    text = f"{outcome.error_type or ''}: {outcome.message or ''}"
+    for cls, pattern in ERROR_CLASSES:
+        if pattern.search(text):
+            return cls
+    return "compiler-error" if outcome.stage == "compile" else "runtime-error"

@@ -1,0 +1,192 @@
+"""The semantic oracle: a backend's status and dtypes against PyTorch eager on the CPU running the same policy.
+
+PyTorch eager on the CPU is the semantic oracle for status and dtype. For each executor, eager runs the
+PyTorch program of the executor's precision policy (its policy graph) on the same inputs. The executor
+diverges only where it behaves otherwise:
+
+- status-divergence   it raises where eager runs                                            (backend-bug)
+- dtype-divergence    both run and it returns another dtype than eager                      (backend-bug)
+- silent-downcast     eager raises at a mixed-dtype op, the executor runs it and returns a
+                      narrower dtype than the promotion: an operand was silently downcast   (backend-bug)
+- model-hazard        eager itself raises at a mixed-dtype op (a chain break): the model
+                      breaks under that policy whatever the backend; one finding per break  (model-hazard)
+- coverage            the executor says it cannot express the graph                         (unsupported)
+
+Both raising, or eager raising for another reason while the executor runs, is not a divergence (the
+executor's numbers are still judged by the error bound). Pure functions over outcomes: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from fuzzer.analysis import break_trace
+from fuzzer.dtypes import FLOAT_FORMATS, is_float
+from fuzzer.ir import Graph
+from fuzzer.outcome import Outcome, first_line
+
+from .errors import classify_error
+from .findings import Finding
+from .subjects import Subject
+
+FAILED = ("error", "crash", "timeout")
+EAGER = "eager"  # what the semantic findings are compared against
+
+
+def _graph_ops(graph: Graph) -> list[str]:
+    return sorted({n.op for n in graph.nodes})
+
+
+def _mentioned_ops(graph: Graph, message: str | None) -> list[str]:
+    """Ops of the graph that an error message names (e.g. TVM's "R.nn.conv2d"), else every op of the graph."""
+    text = (message or "").lower()
+    named = sorted({n.op for n in graph.nodes if f"nn.{n.op}" in text or f".{n.op}(" in text or f"'{n.op}'" in text})
+    return named or _graph_ops(graph)
+
+
+def narrower(a: str, b: str) -> bool:
+    """True when float dtype `a` has fewer mantissa bits than `b`."""
+    return is_float(a) and is_float(b) and FLOAT_FORMATS[a].mantissa_bits < FLOAT_FORMATS[b].mantissa_bits
+
+
+def _coverage(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding:
+    ops = _mentioned_ops(graph, out.message)
+    dtypes = sorted({v.dtype for v in s.typed().values.values() if v.kind != "scalar" and is_float(v.dtype)})
+    return Finding("coverage", s.name, ops, dtypes, "unsupported",
+                   f"{s.name} cannot run this graph: {out.summary()}", kind="unsupported", input_set=k,
+                   details={"whole_graph": len(ops) > 1 or ops == _graph_ops(graph), "stage": out.stage})
+
+
+def _status(graph: Graph, s: Subject, k: int, out: Outcome, eager: Outcome) -> Finding:
+    cls = classify_error(out)
+    ops = _mentioned_ops(graph, out.message)
+    dtypes = sorted({v.dtype for v in s.typed().values.values() if v.kind != "scalar" and is_float(v.dtype)})
+    msg = (f"{s.name} raises ({cls}: {first_line(out.message) or out.summary()}) where PyTorch eager on the CPU "
+           f"runs the same program ({s.label}) and returns {', '.join(eager.dtypes or [])}")
+    return Finding("status-divergence", s.name, ops, dtypes, cls, msg, against=EAGER, input_set=k,
+                   details={"whole_graph": True, "stage": out.stage, "error_type": out.error_type,
+                            "error": first_line(out.message, 400), "eager_dtypes": eager.dtypes})
+
+
+def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> Finding | None:
+    bad = [(v, w, g) for v, w, g in zip(graph.outputs, want, out.dtypes or []) if w != g]
+    if not bad:
+        return None
+    value, w, g = bad[0]
+    producer = next((n.op for n in graph.nodes if n.id == value), "input")
+    msg = f"{value}: {s.name} returns {g} where PyTorch eager on the CPU returns {w} ({s.label})"
+    return Finding("dtype-divergence", s.name, [producer], [w, g], "dtype", msg, against=EAGER, input_set=k,
+                   output=value, node=value if producer != "input" else "",
+                   details={"mismatches": [list(b) for b in bad]})
+
+
+def _downcast(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding | None:
+    """Eager raised at a chain break that the executor ran: a narrower dtype than the promotion is a downcast."""
+    numeric = s.typed("numeric")
+    breaks = {b: brk for b, brk in s.typed().chain_breaks().items() if b not in s.bridged}
+    if not breaks:
+        return None
+    for value, got in zip(graph.outputs, out.dtypes or []):
+        want = s.reported(numeric.values[value].dtype)
+        if narrower(got, want):
+            node_id, brk = sorted(breaks.items())[0]
+            op = graph.node(node_id).op
+            lost = brk.activation_dtype if narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
+            msg = (f"{s.name} runs {node_id} ({op}) on a {brk.activation_dtype} activation with {brk.param_dtype} "
+                   f"parameters, where PyTorch raises, and returns {got} for {value} instead of the promoted "
+                   f"{want}: the {lost} operand was silently downcast")
+            return Finding("silent-downcast", s.name, [op], [brk.activation_dtype, brk.param_dtype, got],
+                           "downcast", msg, against=EAGER, input_set=k, output=value, node=node_id)
+    return None
+
+
+def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Outcome]],
+             keys: Mapping[str, str]) -> list[Finding]:
+    """One model-hazard finding per chain break of each policy under which eager raises a dtype mismatch."""
+    found: list[Finding] = []
+    done: set[str] = set()
+    for s in subjects:
+        key = keys[s.name]
+        if key in done:
+            continue
+        done.add(key)
+        outs = eager.get(key) or []
+        k, raised = next(((k, o) for k, o in enumerate(outs) if o.status == "error"), (0, None))
+        if raised is None or classify_error(raised) != "dtype-mismatch":
+            continue
+        typed = s.typed()
+        mine = [x for x in subjects if keys[x.name] == key]
+        reactions: dict[str, list[str]] = {}
+        for x in mine:
+            o = x.outcomes[k] if k < len(x.outcomes) else None
+            kind = "raised" if o is not None and o.status in FAILED else ("bridged" if x.bridged else "ran")
+            reactions.setdefault(kind, []).append(x.name)
+        for node_id, brk in sorted(typed.chain_breaks().items()):
+            op = graph.node(node_id).op
+            trace = break_trace(graph, typed, node_id)
+            culprits = list(trace.culprits) if trace else []
+            sources = [_source(s.policy, c) for c in culprits]
+            where = f"; the {brk.activation_dtype} comes from {', '.join(culprits)}" if culprits else ""
+            if trace and trace.promoted_at:
+                where += f" (promoted at {', '.join(trace.promoted_at)})"
+            operand = graph.node(node_id).inputs[brk.operand]
+            fix = f"{operand}.to(torch.{brk.param_dtype}) before {node_id}" if isinstance(operand, str) else ""
+            said = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in reactions.items())
+            msg = (f"under {s.label}, {node_id} ({op}) gets a {brk.activation_dtype} activation with "
+                   f"{brk.param_dtype} parameters and PyTorch raises ({first_line(raised.message)}){where}"
+                   + (f"; fix: {fix}" if fix else "") + f" [{said}]")
+            found.append(Finding(
+                "model-hazard", s.name, [op], [brk.activation_dtype, brk.param_dtype], "raised", msg,
+                kind="model-hazard", against=EAGER, input_set=k, node=node_id,
+                details={"policy": s.label, "culprits": culprits, "sources": sources,
+                         "promoted_at": list(trace.promoted_at) if trace else [], "fix": fix,
+                         "reactions": reactions, "error": first_line(raised.message, 400)}))
+    return found
+
+
+def _source(graph: Graph, name: str) -> str:
+    """What a promoting culprit is: 'float32 tensor [1]', 'python float', 'astype node' and the like."""
+    try:
+        inp = graph.input(name)
+    except KeyError:
+        node = next((n for n in graph.nodes if n.id == name), None)
+        return f"{node.op} node" if node is not None else "python scalar"
+    if inp.kind == "scalar":
+        return f"python {'float' if is_float(inp.dtype) else 'int'}"
+    return f"{inp.dtype} {'0-dim tensor' if not inp.shape else 'tensor'} {list(inp.shape)}"
+
+
+def judge(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Outcome]],
+          keys: Mapping[str, str]) -> list[Finding]:
+    """Every semantic finding of one case.
+
+    `eager[keys[name]]` holds PyTorch eager's CPU outcomes (one per input set) on the policy graph of
+    subject `name`. At most one status/dtype finding per subject (its first diverging input set).
+    """
+    found: list[Finding] = []
+    for s in subjects:
+        ref = eager.get(keys[s.name])
+        if ref is None:
+            continue
+        for k, out in enumerate(s.outcomes):
+            e = ref[k] if k < len(ref) else ref[0]
+            if out.status in ("crash", "timeout"):
+                break  # the crash oracle's
+            if out.status == "unsupported" or (out.status == "error" and classify_error(out) == "unsupported"):
+                found.append(_coverage(graph, s, k, out))
+                break
+            if out.status == "error":
+                if e.ok:
+                    found.append(_status(graph, s, k, out, e))
+                    break
+                continue  # both raise
+            if e.ok:
+                f = _dtype(graph, s, k, out, [s.reported(d) for d in e.dtypes or []])
+            elif classify_error(e) == "dtype-mismatch":
+                f = _downcast(graph, s, k, out)
+            else:
+                f = None  # eager lacks a kernel or fails otherwise: the executor's numbers are still judged
+            if f is not None:
+                found.append(f)
+                break
+    return found + _hazards(graph, subjects, eager, keys)

@@ -1,0 +1,275 @@
+"""The oracles against PyTorch eager: pure checks on hand-made outcomes, then regression tests through real workers.
+
+Each `test_regression_*` below is one of the eight false-alarm classes a triage of a 20-minute campaign found
+(issue 9), from a small fixed case.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fuzzer import outcome as oc
+from fuzzer.analysis import trace_promotion
+from fuzzer.check import Checker, judge_nodes
+from fuzzer.executors.torch_exec import AUTOCAST_LOWER, CPU_AUTOCAST_FP32, autocast_graph, recast_inputs
+from fuzzer.executors.xla_exec import XLA_AUTOCAST_FP32
+from fuzzer.interpret import evaluate, ideal_values
+from fuzzer.ir import Case, Graph, Input, Node, canonical, graph_to_json, infer, input_values, load_case
+from fuzzer.isolation import ExecutorPool
+from op_examples import example
+from oracles import semantics
+from oracles.bounds import error_stats
+from oracles.error_bounds import MARGIN, OutputJudgement, bound_findings, violates
+from oracles.errors import classify_error
+from oracles.precision import narrower_format
+from oracles.subjects import Subject
+
+
+@pytest.fixture(scope="module")
+def seed(seeds_dir: Path) -> Case:
+    return load_case(seeds_dir / "xla-bf16-schedule-upcast.json")
+
+
+MISMATCH = "Input type (float) and bias type (c10::BFloat16) should be the same"
+
+
+# ---------------------------------------------------------------- error classes and promotion trace-back
+
+
+@pytest.mark.parametrize("message,cls", [
+    (MISMATCH, "dtype-mismatch"),
+    ("expected m1 and m2 to have the same dtype, but got: c10::Half != float", "dtype-mismatch"),
+    ("mixed dtype (CPU): expect parameter to have scalar type of Float", "dtype-mismatch"),
+    ("during context [hlo verifier]: Seen floating point types of different precisions in %batch-norm", "compiler-error"),
+    ("[NCC_INLA001] the number of activation tables must be <= 8", "compiler-error"),
+    ('"addmm_impl_cpu_" not implemented for \'Half\'', "unsupported"),
+    ("index out of range", "runtime-error"),
+])
+def test_classify_error(message: str, cls: str) -> None:
+    assert classify_error(oc.error("run", "RuntimeError", message)) == cls
+
+
+def test_trace_finds_sigma_behind_the_seed_conv(seed: Case) -> None:
+    typed = infer(seed.graph)
+    assert set(typed.chain_breaks()) == {"out"}
+    trace = trace_promotion(seed.graph, typed, "noisy", "float32")
+    assert trace.culprits == ("sigma",)
+    assert set(trace.promoted_at) == {"signal", "scaled_noise"}
+
+
+def test_a_chain_break_computes_and_returns_the_promoted_dtype() -> None:
+    """No PyTorch run defines it (PyTorch raises), so a backend that runs it is judged against a correct promotion."""
+    x = Input("x", (1, 2, 5), "float32")
+    w = Input("w", (4, 2, 3), "bfloat16", role="param")
+    typed = infer(Graph((x, w), (Node("out", "conv1d", ("x", "w")),), ("out",)))
+    assert typed.values["out"].dtype == "float32" and typed.nodes["out"].compute_dtype == "float32"
+    assert typed.chain_breaks()["out"].param_dtype == "bfloat16"
+
+
+# ---------------------------------------------------------------- the semantic oracle on hand-made outcomes
+
+
+def _ok(dtypes: list[str], values=None, **info) -> oc.Outcome:
+    return oc.ok(values if values is not None else [np.zeros(1)] * len(dtypes), dtypes, info=dict(info))
+
+
+def _subject(name: str, graph: Graph, outs: list[oc.Outcome], policy: Graph | None = None, **kw) -> Subject:
+    policy = policy or graph
+    return Subject(name, graph, outs, policy, kw.pop("numeric", policy), **kw)
+
+
+def _judge(graph: Graph, subjects: list[Subject], eager_by_name: dict[str, list[oc.Outcome]]):
+    keys = {s.name: canonical(graph_to_json(s.policy)) for s in subjects}
+    eager = {keys[n]: outs for n, outs in eager_by_name.items()}
+    return semantics.judge(graph, subjects, eager, keys)
+
+
+def test_regression_status_divergence_is_judged_against_eager(seed: Case) -> None:
+    """Defect 1: the dtype mismatch eager raises too is a model hazard, not a backend divergence."""
+    g = seed.graph
+    raised = [oc.error("run", "RuntimeError", MISMATCH)] * 2
+    subjects = [_subject("x/native", g, raised), _subject("x/lenient-autocast", g, [_ok(["bfloat16"])] * 2,
+                                                         autocast_graph(g, AUTOCAST_LOWER, CPU_AUTOCAST_FP32))]
+    found = _judge(g, subjects, {"x/native": raised, "x/lenient-autocast": [_ok(["bfloat16"])] * 2})
+    assert [f.oracle for f in found] == ["model-hazard"]
+    (hazard,) = found
+    assert hazard.kind == "model-hazard" and hazard.ops == ["conv3d"] and hazard.node == "out"
+    assert hazard.details["culprits"] == ["sigma"] and "sigma" in hazard.message
+    assert hazard.details["fix"] == "noisy.to(torch.bfloat16) before out"
+    assert hazard.details["reactions"] == {"raised": ["x/native"]}
+
+
+def test_backend_raising_where_eager_runs_is_a_status_divergence(seed: Case) -> None:
+    g = seed.graph
+    auto = autocast_graph(g, AUTOCAST_LOWER, XLA_AUTOCAST_FP32)
+    err = [oc.error("compile", "RuntimeError", "[hlo verifier] Seen floating point types of different precisions")] * 2
+    (f,) = _judge(g, [_subject("x/autocast", g, err, auto)], {"x/autocast": [_ok(["bfloat16"])] * 2})
+    assert (f.oracle, f.kind, f.error_class, f.against) == ("status-divergence", "backend-bug", "compiler-error", "eager")
+
+
+def test_regression_a_correct_promotion_is_not_a_finding_a_downcast_is() -> None:
+    """Defect 2: the output dtype of a mixed-dtype op was a precfuzz convention; now only a downcast is a finding."""
+    x = Input("x", (2, 8), "float32")
+    w = Input("w", (4, 8), "bfloat16", role="param")
+    g = Graph((x, w), (Node("y", "linear", ("x", "w")),), ("y",))
+    raised = [oc.error("run", "RuntimeError", "expected m1 and m2 to have the same dtype, but got: float != c10::BFloat16")]
+    promoted = _judge(g, [_subject("x/promotes", g, [_ok(["float32"])])], {"x/promotes": raised})
+    assert [f.oracle for f in promoted] == ["model-hazard"]
+    downcast = _judge(g, [_subject("x/downcasts", g, [_ok(["bfloat16"])])], {"x/downcasts": raised})
+    (f,) = [f for f in downcast if f.kind == "backend-bug"]
+    assert (f.oracle, f.ops, f.node) == ("silent-downcast", ["linear"], "y") and "float32 operand" in f.message
+    bridged = _judge(g, [_subject("tvm/x", g, [_ok(["bfloat16"])], bridged=frozenset({"y"}))], {"tvm/x": raised})
+    assert [f.oracle for f in bridged] == ["model-hazard"]  # our own lowering's cast proves nothing about TVM
+
+
+def test_regression_autocast_op_lists_that_differ_between_devices_are_not_divergences() -> None:
+    """Defect 3: each autocast policy is judged against eager on its own policy program, not against the other."""
+    g = example("log_softmax", "float16").graph
+    cpu = autocast_graph(g, AUTOCAST_LOWER, CPU_AUTOCAST_FP32)
+    xla = autocast_graph(g, AUTOCAST_LOWER, XLA_AUTOCAST_FP32)
+    subjects = [_subject("torch/autocast", g, [_ok(["float16"])], cpu), _subject("xla/autocast", g, [_ok(["float32"])], xla)]
+    assert _judge(g, subjects, {"torch/autocast": [_ok(["float16"])], "xla/autocast": [_ok(["float32"])]}) == []
+    (f,) = _judge(g, subjects[1:], {"xla/autocast": [_ok(["float16"])]})  # eager on XLA's program says float16
+    assert (f.oracle, f.dtypes) == ("dtype-divergence", ["float16", "float32"])
+
+
+def test_documented_relabelling_is_not_a_dtype_divergence() -> None:
+    """XLA_USE_BF16 reports a bfloat16 tensor as float32: documented, mapped by the policy, not a finding."""
+    g = example("exp", "bfloat16").graph
+    s = _subject("xla/legacy", g, [_ok(["float32"])], report={"bfloat16": "float32"})
+    assert _judge(g, [s], {"xla/legacy": [_ok(["bfloat16"])]}) == []
+
+
+def test_unsupported_is_a_coverage_gap_not_a_divergence(seed: Case) -> None:
+    g = example("conv3d", "bfloat16").graph
+    (f,) = _judge(g, [_subject("x/a", g, [oc.unsupported("compile", "conv3d is not supported for bfloat16")])],
+                  {"x/a": [_ok(["bfloat16"])]})
+    assert (f.oracle, f.kind, f.ops) == ("coverage", "unsupported", ["conv3d"])
+
+
+# ---------------------------------------------------------------- numbers: margin, effective precision, zero answers
+
+
+def _judgement(k: int, ratio: float, nonfinite: int = 0) -> OutputJudgement:
+    from oracles.bounds import ErrorStats
+
+    return OutputJudgement(k, "out", "float16", ErrorStats(1e-3, 5.0, ratio, 0, nonfinite))
+
+
+def test_regression_borderline_ratios_need_a_margin_or_a_second_input_set() -> None:
+    """Defect 7: ratios of 1.02x and 1.25x from ordinary rounding are not findings; 2x, non-finite or twice are."""
+    g = example("tanh", "float16").graph
+    typed = infer(g)
+    assert bound_findings("x", g, typed, [_judgement(0, 1.02), _judgement(1, 0.5)]) == []
+    assert bound_findings("x", g, typed, [_judgement(0, 1.25)]) == []
+    assert len(violates([_judgement(0, MARGIN)])) == 1
+    assert len(violates([_judgement(0, 1.1, nonfinite=1)])) == 1
+    (f,) = bound_findings("x", g, typed, [_judgement(0, 1.25), _judgement(1, 1.3)])
+    assert f.details["violating_sets"] == [0, 1]
+
+
+def test_regression_effective_precision_needs_evidence_and_names_the_op() -> None:
+    """Defect 4: an error of a few fp16 ULP is an error-bound finding on its op, not "carries bfloat16" with op *."""
+    rng = np.random.default_rng(0)
+    exact = rng.normal(size=256)
+    f16 = exact.astype(np.float16).astype(np.float64)
+    noisy = f16 * (1 + 4e-3 * rng.uniform(-1, 1, size=256))  # a few fp16 ULP off, on no narrower grid
+    assert narrower_format(np.float32(noisy).astype(np.float64), exact, "float16") is None
+    bf16 = np.asarray(exact, dtype=np.float64).astype("float32").astype(np.float64)
+    import ml_dtypes
+
+    on_bf16 = exact.astype(ml_dtypes.bfloat16).astype(np.float64)
+    assert narrower_format(on_bf16, exact, "float32") == "bfloat16"
+    assert narrower_format(bf16, exact, "float32") is None
+    assert narrower_format(np.resize([-1.4140625, 1.4140625], 256), exact, "float16") is None  # two values: chance
+
+
+def test_regression_exact_zero_answers_allow_rounding_level_noise() -> None:
+    """Defect 5: layer_norm over one element is exactly 0; a kernel's x * rstd - mean * rstd leaves ~1e-5 noise."""
+    x = Input("x", (4, 1), "float32", init={"dist": "normal", "std": 3.0, "seed": 1})
+    g = Graph((x,), (Node("y", "layer_norm", ("x",), {"normalized_shape": [1]}),), ("y",))
+    inputs = input_values(Case(g), 0)
+    exact = evaluate(g, inputs, rounded=False)["y"]
+    assert not np.any(exact)
+    noise = np.array([[5.7e-5], [-3.1e-5], [1.2e-5], [0.0]])  # what torch's CPU kernel returns on such data
+    assert error_stats(noise, exact, ideal_values(g, inputs)["y"], "float32").ratio <= 1.0
+    assert error_stats(np.full((4, 1), 0.3), exact, ideal_values(g, inputs)["y"], "float32").ratio > 100  # real error
+
+
+def test_regression_underflow_class_belongs_to_the_node_not_the_case() -> None:
+    """Defect 8: one node underflowing in fp32 must not relabel an unrelated node's error as underflow."""
+    tiny = Input("tiny", (8,), "float32", init={"dist": "constant", "value": 1e-30})
+    big = Input("big", (8,), "float32", init={"dist": "normal", "seed": 2})
+    g = Graph((tiny, big), (Node("sq", "mul", ("tiny", "tiny")), Node("e", "exp", ("big",))), ("sq", "e"))
+    inputs = input_values(Case(g), 0)
+    exact = evaluate(g, inputs, rounded=False)
+    observed = {"sq": np.zeros(8), "e": exact["e"] + 0.01}  # flushed to zero; and a real 0.01 error
+    verdicts = {v.node: v for v in judge_nodes(g, inputs, observed)}
+    assert verdicts["sq"].underflow and not verdicts["e"].underflow
+    assert verdicts["e"].stats.ratio > MARGIN
+
+
+# ---------------------------------------------------------------- through real workers
+
+EXECUTORS = ["torch/eager", "torch/autocast", "xla/native", "xla/bf16-model", "xla/autocast", "xla/legacy-bf16",
+             "tvm/default", "tvm/decompose"]
+
+
+@pytest.fixture(scope="module")
+def checker():
+    with ExecutorPool(EXECUTORS, timeout=300.0) as pool:
+        yield Checker(pool)
+
+
+def test_seed_schedule_upcast_is_one_model_hazard_naming_conv_and_sigma(checker: Checker, seed: Case) -> None:
+    result = checker.check(seed)
+    assert [f.oracle for f in result.findings] == ["model-hazard"]
+    (hazard,) = result.findings
+    assert hazard.ops == ["conv3d"] and hazard.details["culprits"] == ["sigma"] and hazard.kind == "model-hazard"
+    reactions = hazard.details["reactions"]
+    assert reactions["raised"] == ["torch/eager", "xla/native", "xla/bf16-model"]
+    assert reactions["bridged"] == ["tvm/default", "tvm/decompose"]
+    assert result.row("xla/legacy-bf16")["status"] == "ok"  # the pre-migration mode ran (in bf16, documented)
+
+
+def test_seed_tvm_layer_norm_is_a_bound_finding_on_layer_norm(checker: Checker, seeds_dir: Path) -> None:
+    result = checker.check(load_case(seeds_dir / "tvm-decompose-layernorm-fp16.json"), ["torch/eager", "tvm/default",
+                                                                                      "tvm/decompose"])
+    (f,) = result.findings
+    assert (f.oracle, f.executor, f.ops, f.error_class) == ("error-bound", "tvm/decompose", ["layer_norm"], "bound")
+    assert f.ratio > 100
+
+
+@pytest.mark.parametrize("op,dtype", [("sum", "float16"), ("softmax", "float16"), ("var", "bfloat16")])
+def test_tvm_low_precision_accumulation_is_reported_on_its_own_op(checker: Checker, op: str, dtype: str) -> None:
+    """TVM reduces fp16/bf16 in fp16/bf16: a long reduction is out of bound, and the finding names the reduction."""
+    attrs = {"dim": -1} if op == "softmax" else {"dims": [-1]}
+    x = Input("x", (2, 4096), dtype, init={"dist": "uniform", "low": 0.5, "high": 1.5, "seed": 1})
+    g = Graph((x,), (Node("h", "mul", ("x", 2.0)), Node("y", op, ("h",), attrs), Node("z", "neg", ("y",))), ("z",))
+    result = checker.check(Case(g), ["tvm/default"])
+    (f,) = result.findings
+    assert (f.oracle, f.ops, f.node) == ("error-bound", [op], "y") and f.ratio >= MARGIN
+
+
+def test_regression_decompose_for_training_is_judged_with_training_batch_norm(checker: Checker) -> None:
+    """Defect 6: DecomposeOpsForTraining computes batch_norm from batch statistics: judged so, no ~1e6 ratios."""
+    case = example("batch_norm", "float32")
+    result = checker.check(case, ["tvm/decompose", "tvm/default"])
+    assert result.findings == []
+    policy = checker.pool.executors["tvm/decompose"].policy_graph(case.graph)
+    assert policy.node("out").attrs["training"] is True
+
+
+def test_regression_mixed_precision_norm_on_xla_is_a_dtype_divergence_on_the_norm(checker: Checker) -> None:
+    """bf16 activations with float32 norm parameters: PyTorch's CPU kernel keeps bf16, XLA returns float32."""
+    base = example("layer_norm", "bfloat16")
+    x = Input("x0", (2, 3, 8), "bfloat16")
+    g = recast_inputs(base.graph, "param", "float32")
+    g = Graph((x,) + g.inputs, (Node("x", "mul", ("x0", 2.0)),) + g.nodes, g.outputs)
+    g = Graph(tuple(i for i in g.inputs if i.name != "x"), g.nodes, g.outputs)
+    result = checker.check(Case(g), ["xla/native"])
+    (f,) = result.findings
+    assert (f.oracle, f.ops, f.node, f.dtypes) == ("dtype-divergence", ["layer_norm"], "out", ["bfloat16", "float32"])
