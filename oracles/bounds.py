@@ -96,3 +96,20 @@ def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray | li
         diff = np.abs(a - e) if a.shape == e.shape else np.array([np.inf])
     finite = diff[np.isfinite(diff)]
     return ErrorStats(float(finite.max()) if finite.size else 0.0, max_ulp, ratio, worst, mismatch)
+
+
+def allowed_abs(expected: np.ndarray, ideals: list[np.ndarray], dtype: str, multiplier: float = MULTIPLIER,
+                slack_ulps: float = SLACK_ULPS) -> float:
+    """The bound as one absolute number: multiplier x the worst ideal's max error + slack ULP at the largest value.
+
+    What a short repro script checks against (max abs error), restating the bound without its machinery.
+    """
+    e = np.asarray(expected, dtype=np.float64).ravel()
+    fin = np.isfinite(e)
+    for i in ideals:
+        fin &= np.isfinite(np.asarray(i, dtype=np.float64).ravel())
+    if not fin.any():
+        return 0.0
+    worst = max(float(np.max(np.abs(np.asarray(i, dtype=np.float64).ravel()[fin] - e[fin]))) for i in ideals) if ideals else 0.0
+    out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
+    return multiplier * worst + slack_ulps * float(ulp(np.max(np.abs(e[fin])), out_dtype))

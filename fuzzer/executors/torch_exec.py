@@ -177,9 +177,19 @@ class TorchExecutor(Executor):
         """Lines that create `device` (and anything else run_backend needs)."""
         return 'device = "cpu"\n'
 
+    def repro_context(self) -> str:
+        """The context the graph runs under besides torch.no_grad(), as source ('' for none)."""
+        return ""
+
+    def repro_sync(self) -> str:
+        """The statement that waits for a lazy device ('' when eager)."""
+        return ""
+
     def repro_call(self) -> str:
         """Lines of run_backend that call graph(*args) into `outs`, indented 4."""
-        return "    with torch.no_grad():\n        outs = graph(*args)\n"
+        ctx = ", ".join(["torch.no_grad()"] + ([self.repro_context()] if self.repro_context() else []))
+        sync = f"    {self.repro_sync()}\n" if self.repro_sync() else ""
+        return f"    with {ctx}:\n        outs = graph(*args)\n" + sync
 
     def repro_parts(self, graph: Graph) -> Any:
         from ..export import ReproParts
@@ -218,8 +228,7 @@ class TorchAutocastExecutor(TorchExecutor):
     def policy_graph(self, graph: Graph) -> Graph:
         return autocast_graph(graph, AUTOCAST_LOWER, CPU_AUTOCAST_FP32)
 
-    def repro_call(self) -> str:
-        return ("    with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):\n"
-                "        outs = graph(*args)\n")
+    def repro_context(self) -> str:
+        return "torch.autocast('cpu', dtype=torch.bfloat16)"
 
 

@@ -17,7 +17,7 @@ from ..ops.linalg import conv_attrs
 from ..promotion import promote_types
 from .torch_render import ident
 
-_RESERVED = {"R", "bb", "tvm", "np", "ml_dtypes", "outputs", "build_module", "compile_module", "run_module",
+_RESERVED = {"R", "T", "bb", "tvm", "np", "ml_dtypes", "outputs", "build_module", "compile_module", "run_module",
              "run_backend", "apply_passes", "round_to", "PASSES", "PARAM_DTYPES", "TVM_DTYPES", "main", "inputs",
              "math", "sys", "os"}
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
@@ -49,11 +49,16 @@ def bridged(graph: Graph) -> list[str]:
 class _Lowering:
     """Renders nodes as BlockBuilder emits in A-normal form: every call gets its own binding (casts are shared)."""
 
-    def __init__(self, typed: TypedGraph) -> None:
+    def __init__(self, typed: TypedGraph, dtype_map: str | None = None) -> None:
         self.typed = typed
+        self.dtype_map = dtype_map
         self.lines: list[str] = []
         self.used = {name_of(v) for v in typed.values}
         self.casts: dict[tuple[str, str], str] = {}
+
+    def dt(self, dtype: str) -> str:
+        """A dtype as source: a literal, or a lookup in the dtype map (`T["float16"]`) the module is built with."""
+        return f"{self.dtype_map}[{dtype!r}]" if self.dtype_map else repr(dtype)
 
     def fresh(self, hint: str) -> str:
         """An identifier not used yet."""
@@ -73,19 +78,19 @@ class _Lowering:
     def operand(self, operand: Any, dtype: str) -> str:
         """A graph operand as a Relax value of `dtype`: the variable, a (shared) cast of it, or a constant."""
         if not isinstance(operand, str):
-            return f"R.const({float(operand) if is_float(dtype) else int(operand)!r}, {dtype!r})"
+            return f"R.const({float(operand) if is_float(dtype) else int(operand)!r}, {self.dt(dtype)})"
         if value_dtype(self.typed, operand) == dtype:
             return name_of(operand)
         key = (operand, dtype)
         if key not in self.casts:
-            self.casts[key] = self.emit(f"R.op.astype({name_of(operand)}, {dtype!r})",
+            self.casts[key] = self.emit(f"R.op.astype({name_of(operand)}, {self.dt(dtype)})",
                                         f"{name_of(operand)}_{_SHORT[dtype]}")
         return self.casts[key]
 
     def param(self, operand: Any, shape: tuple[int, ...], dtype: str, fill: str, hint: str) -> str:
         """An optional parameter, or ones/zeros of `shape` when it is absent (Relax norms need both)."""
         if operand is None:
-            return self.emit(f"R.op.{fill}({list(shape)!r}, {dtype!r})", hint)
+            return self.emit(f"R.op.{fill}({list(shape)!r}, {self.dt(dtype)})", hint)
         return self.operand(operand, dtype)
 
     def lower(self, node: Node) -> list[str]:
@@ -94,7 +99,7 @@ class _Lowering:
         out, compute = t.value.dtype, t.compute_dtype or t.value.dtype
         expr = self.expr(node, compute, op_attrs(node))
         if self.produced(node, compute) != out:
-            expr = f"R.op.astype({self.emit(expr, name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {out!r})"
+            expr = f"R.op.astype({self.emit(expr, name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {self.dt(out)})"
         self.lines.append(f"{name_of(node.id)} = bb.emit({expr}, {node.id!r})")
         lines, self.lines = self.lines, []
         return lines
@@ -117,7 +122,7 @@ class _Lowering:
         if op == "gelu":
             return f"R.op.nn.{'gelu_tanh' if attrs['approximate'] == 'tanh' else 'gelu'}({a(0)})"
         if op == "astype":
-            return f"R.op.astype({name_of(ins[0])}, {dt!r})"
+            return f"R.op.astype({name_of(ins[0])}, {self.dt(dt)})"
         if op in _REDUCE:
             return f"R.op.{_REDUCE[op]}({a(0)}, axis={_dims(attrs['dims'])}, keepdims={bool(attrs['keepdim'])})"
         if op == "var":
@@ -166,7 +171,7 @@ class _Lowering:
         """Conv, linear, matmul: low-precision operands accumulate in float32 (out_dtype), as TVM's PyTorch frontend emits them."""
         ins = list(node.inputs) + [None]
         acc = accumulate_dtype(node.op, dt)
-        out_dtype = "" if acc == dt else f", out_dtype={acc!r}"
+        out_dtype = "" if acc == dt else f", out_dtype={self.dt(acc)}"
         a, b = self.operand(ins[0], dt), self.operand(ins[1], dt)
         bias = None if ins[2] is None else self.operand(ins[2], acc)
         if node.op == "linear":
@@ -197,7 +202,7 @@ class _Lowering:
         dev = self.emit(f"R.op.subtract({x}, {mean})", f"{hint}_dev")
         sq = self.emit(f"R.op.multiply({dev}, {dev})", f"{hint}_sq")
         total = self.emit(f"R.op.sum({sq}, axis={axis}, keepdims={keep})", f"{hint}_sum")
-        return f"R.op.divide({total}, R.const({float(count - corr)!r}, {dt!r}))"
+        return f"R.op.divide({total}, R.const({float(count - corr)!r}, {self.dt(dt)}))"
 
 
 def accumulate_dtype(op: str, dtype: str) -> str:
@@ -209,15 +214,20 @@ def _dims(dims: Any) -> str:
     return "None" if dims is None else repr([int(d) for d in dims])
 
 
-def render_module(graph: Graph) -> str:
-    """`def build_module():` building the graph as a Relax IRModule with R.BlockBuilder, in A-normal form."""
+def render_module(graph: Graph, dtype_map: str | None = None) -> str:
+    """`def build_module():` building the graph as a Relax IRModule with R.BlockBuilder, in A-normal form.
+
+    With `dtype_map` ("T"), it is `def build_module(T):` and every dtype is looked up in T, so one function
+    builds the graph in its declared dtypes, in float64 (the exact answer) or with float32 internals.
+    """
     typed = infer(graph)
-    low = _Lowering(typed)
-    lines = ["def build_module():", '    """The graph as a Relax IRModule (explicit casts where PyTorch promotes)."""',
-             "    bb = R.BlockBuilder()"]
+    low = _Lowering(typed, dtype_map)
+    head = f"def build_module({dtype_map}):" if dtype_map else "def build_module():"
+    lines = [head] + ([] if dtype_map else ['    """The graph as a Relax IRModule (explicit casts where PyTorch promotes)."""'])
+    lines.append("    bb = R.BlockBuilder()")
     for inp in graph.inputs:
         dtype = typed.values[inp.name].dtype
-        lines.append(f"    {name_of(inp.name)} = R.Var({inp.name!r}, R.TensorType({list(inp.shape)!r}, {dtype!r}))")
+        lines.append(f"    {name_of(inp.name)} = R.Var({inp.name!r}, R.TensorType({list(inp.shape)!r}, {low.dt(dtype)}))")
     params = ", ".join(name_of(i.name) for i in graph.inputs)
     lines += [f"    with bb.function('main', [{params}]):", "        with bb.dataflow():"]
     for node in graph.nodes:

@@ -145,8 +145,8 @@ class XlaExecutor(TorchExecutor):
     def repro_setup(self) -> str:
         return "device = torch_xla.device()\n"
 
-    def repro_call(self) -> str:
-        return "    with torch.no_grad():\n        outs = graph(*args)\n    torch_xla.sync()\n"
+    def repro_sync(self) -> str:
+        return "torch_xla.sync()"
 
     def repro_env(self) -> dict[str, str]:
         return {"PJRT_DEVICE": self.pjrt_device(), **self.env()}
@@ -179,9 +179,8 @@ class XlaAutocastExecutor(XlaExecutor):
     def policy_graph(self, graph: Graph) -> Graph:
         return autocast_graph(graph, AUTOCAST_LOWER, XLA_AUTOCAST_FP32)
 
-    def repro_call(self) -> str:
-        return ("    with torch.no_grad(), torch.autocast('xla', dtype=torch.bfloat16):\n"
-                "        outs = graph(*args)\n    torch_xla.sync()\n")
+    def repro_context(self) -> str:
+        return "torch.autocast('xla', dtype=torch.bfloat16)"
 
 
 class XlaLegacyBf16Executor(XlaExecutor):

@@ -1,0 +1,150 @@
+"""Bugs, not signatures: the key that groups findings of one root cause, and the one-line title a maintainer reads.
+
+A finding is one oracle verdict on one executor (a policy of torch_xla, a pipeline of TVM). One root
+cause shows as many findings: the same XLA float16 layer_norm under four policies, as out-of-bound
+errors and as inf, in every dtype combination of its operands. The bug key keeps what identifies the
+cause and drops what does not:
+
+    kind | backend | op | class | dtype class | variant
+
+- backend: the family (torch_xla, tvm, torch, neuron; `model` for model hazards), not the policy;
+- op: the op the finding is localized on (after minimization: the essential op);
+- class: what went wrong, coarsened: `accuracy` merges out-of-bound errors, non-finite values and
+  computing in a narrower format; `underflow`; the status error class; `dtype`; `downcast`; `hazard`;
+- dtype class: the narrowest floating-point dtype the op computes in (`float16`), or the pair that met
+  at a mixed-dtype op (`float16+bfloat16`);
+- variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), `*` when the
+  default pipeline shows it too; `*` elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Iterable
+
+from fuzzer.dtypes import FLOAT_FORMATS
+
+from .findings import Finding, backend_of
+
+DTYPE = re.compile(r"bfloat16|float16|float32|float64")
+BASE_VARIANT = {"tvm": "default"}  # the executor variant whose verdict tells a pass's bug from the op's own
+
+
+def error_family(finding: Finding) -> str:
+    """The class part of the key."""
+    if finding.oracle in ("error-bound", "effective-precision"):
+        return "underflow" if finding.error_class == "underflow" else "accuracy"
+    return {"dtype-divergence": "dtype", "silent-downcast": "downcast", "model-hazard": "hazard",
+            "coverage": "unsupported"}.get(finding.oracle, finding.error_class)
+
+
+def dtype_class(finding: Finding) -> str:
+    """The narrowest float dtype at fault, or the sorted pair that met at a mixed-dtype op."""
+    names = DTYPE.findall(" ".join(finding.dtypes))
+    if finding.oracle in ("silent-downcast", "model-hazard"):
+        return "+".join(sorted(set(names[:2]))) or "-"
+    floats = [d for d in names if d in FLOAT_FORMATS]
+    if not floats:
+        return "-"
+    return min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
+
+
+def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
+    """The variant part: a TVM pipeline when only its passes show the bug, else '*'."""
+    head = finding.executor.split("/", 1)[0]
+    if head in BASE_VARIANT and pipeline_specific and finding.variant != BASE_VARIANT[head]:
+        return finding.variant
+    return "*"
+
+
+def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
+    """The grouping key of a finding (see the module docstring)."""
+    backend = "model" if finding.kind == "model-hazard" else finding.backend
+    ops = "+".join(finding.ops) or "-"
+    return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
+                     variant_of(finding, pipeline_specific)])
+
+
+def bug_id(key: str) -> str:
+    """A short stable id for a key."""
+    return "b" + hashlib.sha256(key.encode()).hexdigest()[:9]
+
+
+def same_cause(a: Finding, b: Finding) -> bool:
+    """True when two findings of one case name the same op, class and dtype class."""
+    return (a.ops, error_family(a), dtype_class(a)) == (b.ops, error_family(b), dtype_class(b))
+
+
+def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, str]:
+    """signature -> bug key for the findings of one check (pipeline-specific where the base variant ran clean)."""
+    found = list(findings)
+    ran = set(tested)
+    out = {}
+    for f in found:
+        head = f.executor.split("/", 1)[0]
+        base = f"{head}/{BASE_VARIANT[head]}" if head in BASE_VARIANT else None
+        specific = None
+        if base is not None and f.executor != base and base in ran:
+            specific = not any(g.executor == base and same_cause(f, g) for g in found)
+        out[f.signature] = bug_key(f, specific)
+    return out
+
+
+POLICY_WORDS = {"declared": "the declared dtypes", "bf16-model": "model.to(torch.bfloat16)",
+                "autocast-bf16": "torch.autocast(dtype=torch.bfloat16)", "legacy-xla-use-bf16": "XLA_USE_BF16=1"}
+
+
+def dtype_label(finding: Finding) -> str:
+    """The dtypes as a title shows them: 'float16', or '(float16, bfloat16 -> float32)' where they differ."""
+    names = DTYPE.findall(" ".join(finding.dtypes))
+    if finding.oracle in ("error-bound", "status-divergence") and len(set(names)) > 1 and "->" in " ".join(finding.dtypes):
+        ins, out = " ".join(finding.dtypes).split("->", 1)
+        return f"({', '.join(dict.fromkeys(DTYPE.findall(ins)))} -> {out.strip()})"
+    return dtype_class(finding)
+
+
+def _pass_names(describe: dict[str, Any]) -> str:
+    return str(describe.get("settings", {}).get("passes", "")).strip("[]").replace('"', "")
+
+
+def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, Any] | None = None,
+          variant: str = "*") -> str:
+    """One line a maintainer would use as an issue title."""
+    backend = {"torch_xla": "torch_xla", "tvm": "TVM", "torch": "PyTorch", "neuron": "Neuron"}.get(finding.backend,
+                                                                                                finding.backend)
+    op = "+".join(finding.ops)
+    dc = dtype_label(finding)
+    names = sorted(set(executors)) or [finding.executor]
+    where = f" ({', '.join(names)})"
+    passes = _pass_names(describe or {})
+    scope = f" after {passes}" if variant != "*" and passes else ""
+    fam = error_family(finding)
+    if finding.kind == "model-hazard":
+        d = finding.details
+        src = (d.get("sources") or ["an upstream tensor"])[0]
+        act, param = (finding.dtypes + ["?", "?"])[:2]
+        return (f"Model hazard: {op} gets a {act} activation next to {param} parameters (promoted by a {src}); "
+                f"PyTorch raises under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}")
+    if finding.kind == "unsupported":
+        return f"[{backend}] {dc} {op} is not supported{where}"
+    if fam == "accuracy" and finding.oracle == "effective-precision":
+        return f"[{backend}] {dc} {op} computes in {finding.dtypes[-1]}{scope}{where}"
+    if fam == "accuracy" and finding.error_class == "nonfinite":
+        return f"[{backend}] {dc} {op} returns inf/nan where an fp32-accumulating implementation is finite{scope}{where}"
+    if fam in ("accuracy", "underflow"):
+        ratio = f"{finding.ratio:.3g}x " if finding.ratio is not None else ""
+        extra = " (subnormal range)" if fam == "underflow" else ""
+        return (f"[{backend}] {dc} {op} is {ratio}less accurate than an fp32-accumulating implementation"
+                f"{extra}{scope}{where}")
+    if fam == "dtype":
+        want, got = (finding.dtypes + ["?", "?"])[:2]
+        return f"[{backend}] {op} returns {got} where PyTorch returns {want}{where}"
+    if fam == "downcast":
+        act, param, got = (finding.dtypes + ["?", "?", "?"])[:3]
+        return (f"[{backend}] {op} runs a {act} input with {param} parameters (PyTorch raises) and silently "
+                f"returns {got}{where}")
+    if finding.oracle == "status-divergence":
+        err = finding.details.get("error") or finding.message
+        return f"[{backend}] {dc} {op} raises ({fam}: {err[:80]}) where PyTorch runs it{where}"
+    return f"[{backend}] {op} ({dc}): {finding.message.splitlines()[0][:120]}"
