@@ -27,7 +27,7 @@ from .executors.tvm_exec import TVMExecutor, render_passes
 from .executors.tvm_render import name_of, render_module
 from .export import _exceeds
 from .interpret import evaluate, ideal_values
-from .ir import Case, Graph, infer, input_values
+from .ir import Case, infer, input_values
 from .values import expression
 
 ACCURACY = ("error-bound", "effective-precision")

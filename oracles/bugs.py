@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from fuzzer.dtypes import FLOAT_FORMATS
 
-from .findings import Finding, backend_of
+from .findings import Finding
 
 DTYPE = re.compile(r"bfloat16|float16|float32|float64")
 BASE_VARIANT = {"tvm": "default"}  # the executor variant whose verdict tells a pass's bug from the op's own
