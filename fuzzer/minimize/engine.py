@@ -48,6 +48,7 @@ from ..check import Checker
 from ..ir import Case, infer
 from ..isolation import ExecutorPool
 from .candidates import Pass
+from .graph_passes import isolate
 from .passes import PASSES
 from .size import Size, size
 from .target import Predicate, Target
@@ -229,6 +230,8 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
     target = predicate.target = result.target = target.refined(first, case.graph)
     deadline = t0 + budget_s
     spent = lambda: predicate.checks >= max_checks or time.monotonic() >= deadline  # noqa: E731
+    if not target.whole_graph and target.ops and passes is PASSES:
+        passes = (isolate(target.ops),) + tuple(passes)  # the op at fault alone first: the biggest cut
     search = Search(case, lambda c: predicate(c) is not None, spent, progress).run(passes)
     result.steps, result.tried, result.exhausted = search.steps, search.tried, search.exhausted
     result.checks, result.cache_hits = predicate.checks, predicate.hits

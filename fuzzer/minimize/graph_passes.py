@@ -11,7 +11,7 @@ from ..dtypes import round_to
 from ..interpret import evaluate
 from ..ir import Case, Graph, Input, infer, input_values
 from ..ops import OPS
-from .candidates import Candidate, offer
+from .candidates import Candidate, Pass, offer
 from .edit import elements, prune, simplest_spec, substitute, unused_inputs
 from .size import size
 
@@ -21,6 +21,73 @@ SMALL_TENSOR = 256  # largest node output (elements) that may be replaced by an 
 def _by_size(cands: list[Candidate]) -> list[Candidate]:
     """Candidates sorted smallest first (stable, so ties keep graph order)."""
     return sorted(cands, key=lambda c: size(c.case))
+
+
+def fitted_spec(values: np.ndarray, seed: int = 0) -> dict:
+    """A short value spec with the range of `values`: constant, uniform over [min, max] if one-signed, else normal."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return {"dist": "normal", "seed": seed}
+    lo, hi = float(v.min()), float(v.max())
+    if lo == hi:
+        return {"dist": "constant", "value": lo}
+    if lo >= 0 or hi <= 0:
+        return {"dist": "uniform", "low": lo, "high": hi, "seed": seed}
+    return {"dist": "normal", "mean": float(v.mean()), "std": float(v.std()) or 1.0, "seed": seed}
+
+
+def isolate(ops: tuple[str, ...]) -> "Pass":
+    """A pass: one node of an op in `ops` alone, its operands made inputs (graph inputs keep their values;
+    intermediates get their recorded values when small, else a distribution of their range).
+
+    The biggest cut there is: a finding localized on that op needs nothing else of the graph.
+    """
+    def isolate_node(case: Case) -> Iterator[Candidate]:
+        g = case.graph
+        if len(g.nodes) < 2:
+            return
+        typed = infer(g)
+        envs: list | None = None
+        cands = []
+        for node in g.nodes:
+            if node.op not in ops or typed.values[node.id].kind == "scalar":
+                continue
+            for recorded in (True, False):
+                inputs, sets, ok = [], [dict() for _ in case.input_sets], True
+                for operand in dict.fromkeys(o for o in node.inputs if isinstance(o, str)):
+                    if operand in {i.name for i in g.inputs}:
+                        inputs.append(g.input(operand))
+                        for k, s in enumerate(case.input_sets):
+                            if operand in s:
+                                sets[k][operand] = s[operand]
+                        continue
+                    if envs is None:
+                        envs = [evaluate(g, input_values(case, k), rounded=False) for k in range(len(case.input_sets))]
+                    info = typed.values[operand]
+                    vals = [round_to(env[operand], info.dtype) for env in envs]
+                    if not all(np.all(np.isfinite(v)) for v in vals):
+                        ok = False
+                        break
+                    small = elements(info.shape) <= SMALL_TENSOR
+                    if recorded and not small:
+                        ok = False
+                        break
+                    spec = (lambda v: simplest_spec(v)) if recorded else fitted_spec
+                    scalar = info.kind == "scalar"
+                    inputs.append(Input(operand, () if scalar else info.shape, info.dtype, "input",
+                                        "scalar" if scalar else "tensor", spec(vals[0])))
+                    for k, v in enumerate(vals[1:], start=1):
+                        if not np.array_equal(v, vals[0]):
+                            sets[k][operand] = spec(v)
+                if ok:
+                    graph = Graph(tuple(inputs), (node,), (node.id,))
+                    how = "recorded" if recorded else "fitted"
+                    cands.append(Candidate(f"isolate {node.id} ({node.op}), {how} operands",
+                                           replace(case, graph=graph, input_sets=tuple(sets))))
+        yield from offer(case, cands)
+
+    return isolate_node
 
 
 def fewer_outputs(case: Case) -> Iterator[Candidate]:
