@@ -20,15 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from oracles.bugs import BASE_VARIANT, case_keys, error_family
 from oracles.findings import Finding
 
-from . import report_draft
+from .artifacts import REPRO_FULL, run_script, write_finding
+from .bug_book import KIND_ORDER, Bug, BugBook
 from .check import Checker, CheckResult
 from .executors import create
-from .export import render_script
 from .ir import Case, load_case, save_case
 from .isolation import ExecutorPool
-from .minimize import minimize
+from .minimize import Target, minimize, recheck
 from .progress import Progress, Snapshot
 from .store import CampaignStore
 
@@ -52,6 +53,7 @@ class CampaignConfig:
     seeds_dir: Path | None = None  # corpus/seeds, run first
     minimize: bool = True
     minimize_budget_s: float = 30.0
+    verify_repros: bool = True  # run each bug's repro.py in a fresh process (confirms the bug and the script)
     timeout_s: float = 120.0
     flush_s: float = 5.0
     progress_interval_s: float = 60.0
@@ -68,6 +70,8 @@ class CampaignSummary:
     tests: int
     findings_total: int
     findings_new: int
+    bugs_total: int
+    bugs_new: int
     elapsed_s: float
     backend_s: float
     per_executor: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -102,7 +106,9 @@ class Campaign:
         self.order: list[str] = []
         self.claimed: dict[str, int] = {}  # signatures being minimized/saved -> hits meanwhile
         self.described: dict[str, dict[str, Any]] = {}
-        self.to_minimize: queue.Queue[str] = queue.Queue()
+        self.to_minimize: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()  # (kind, order, bug id)
+        self.queued = 0
+        self.new_bugs = 0
         self.backend_s: Counter[str] = Counter()
         self.tests_by_executor: Counter[str] = Counter()
         self.new_findings = 0
@@ -132,6 +138,7 @@ class Campaign:
             self.order.append(sig)
         self.state["counts"] = {s: r["count"] for s, r in self.records.items()}
         self.state["invocations"] = int(self.state.get("invocations", 0)) + 1
+        self.book = BugBook(self.store.load_bugs())
         self.todo_pending: list[int] = sorted(int(i) for i in self.state.get("pending", []))
         self.in_flight: set[int] = set()
         seeds = sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else []
@@ -151,12 +158,14 @@ class Campaign:
             if not (self.dirty or force):
                 return
             records = [self.records[s] for s in self.order]
+            bugs = self.book.records()
             self.state["pending"] = sorted(self.in_flight | set(self.todo_pending))
             self.state["elapsed_s"] = self.elapsed()
             self.state["counts"] = {s: r["count"] for s, r in self.records.items()}
             state = dict(self.state)
             self.dirty = False
         self.store.save_findings(records)
+        self.store.save_bugs(bugs)
         self.store.save_state(state)
 
     # ------------------------------------------------------------ work items
@@ -222,8 +231,9 @@ class Campaign:
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
                 result = checker.check(case)
                 rows += self._rows(result, label)
+                keys = case_keys(result.findings, result.outcomes)
                 for finding in result.findings:
-                    self._handle(finding, result, checker, pool)
+                    self._handle(finding, keys[finding.signature], result, pool)
                 with self.lock:
                     self.reserved -= reserved
                     self.state["tests"] += sum(len(v) for v in result.outcomes.values())
@@ -263,67 +273,155 @@ class Campaign:
                 })
         return rows
 
-    # ------------------------------------------------------------ findings
+    # ------------------------------------------------------------ findings and bugs
 
-    def _handle(self, finding: Finding, result: CheckResult, checker: Checker, pool: ExecutorPool) -> None:
-        """Count a repeat, or save a new finding at once (raw), then minimize it and update its files."""
+    def _handle(self, finding: Finding, key: str, result: CheckResult, pool: ExecutorPool) -> None:
+        """Count a finding into its bug; save a new finding at once (raw), and queue a new bug for minimization."""
         sig = finding.signature
         with self.lock:
-            if sig in self.records:
-                self.records[sig]["count"] += 1
-                self.dirty = True
-                return
-            if sig in self.claimed:
-                self.claimed[sig] += 1
+            seen_s = self.elapsed()
+            new_sig = sig not in self.records and sig not in self.claimed
+            bug, opened = self.book.add(key, sig, finding.executor, "", finding.kind, finding.backend, finding.ops,
+                                        error_family(finding), seen_s, new_sig)
+            self.dirty = True
+            if not new_sig:
+                if sig in self.records:
+                    self.records[sig]["count"] += 1
+                else:
+                    self.claimed[sig] += 1
                 return
             self.claimed[sig] = 1
-            first_seen = self.elapsed()
         folder = self.store.root / "findings" / finding.short_id
         save_case(result.case, folder / "original.json")
-        record = self._save(finding, result.case, pool, folder, first_seen, None)
+        record = self._save(finding, result.case, pool, folder, seen_s, bug.bug)
         with self.lock:
             record["count"] = self.claimed.pop(sig)
             self.records[sig] = record
             self.order.append(sig)
             self.new_findings += 1
+            if opened:
+                bug.title = record.get("title", "")
+                self.new_bugs += 1
+                self._queue(bug)
             self.dirty = True
         self.flush()
-        if self.cfg.minimize:
-            self.to_minimize.put(sig)
 
-    def _minimize_one(self, sig: str, checker: Checker, pool: ExecutorPool) -> None:
-        """Minimize a saved finding from its original case and update its files and record."""
+    def _queue(self, bug: Bug) -> None:
+        """Queue a bug for minimization: backend bugs first, then hazards, then coverage gaps; in discovery order."""
+        if self.cfg.minimize:
+            self.queued += 1
+            self.to_minimize.put((KIND_ORDER.get(bug.kind, 3), self.queued, bug.bug))
+
+    def _save(self, finding: Finding, case: Case, pool: ExecutorPool, folder: Path, first_seen: float,
+              bug: str) -> dict[str, Any]:
+        """Write the finding's raw case and its full-oracle script; return its record (count 1)."""
+        art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
+                            f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}", short=False)
+        rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
+        rec = {
+            "signature": finding.signature, "oracle": finding.oracle, "kind": finding.kind, "executor": finding.executor,
+            "variant": finding.variant, "backend": finding.backend, "ops": finding.ops, "dtypes": finding.dtypes,
+            "error_class": finding.error_class, "against": finding.against, "ratio": finding.ratio,
+            "max_ulp": finding.max_ulp, "message": finding.message, "node": finding.node, "title": art.title,
+            "case": rel(art.case), "case_id": case.id, "nodes": len(case.graph.nodes), "repro": rel(art.repro_full),
+            "report": rel(art.report), "original": rel(folder / "original.json"), "count": 1,
+            "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "input_set": finding.input_set,
+            "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix")},
+        }
+        desc = self.described.get(finding.executor, {})
+        rec.update(settings=desc.get("settings", {}), versions=desc.get("versions", {}))
+        if art.errors:
+            rec["save_error"] = "; ".join(art.errors)
+        return rec
+
+    def _describe(self, executor: str, pool: ExecutorPool) -> dict[str, Any]:
+        if executor not in self.described:
+            self.described[executor] = pool.describe(executor)
+        return self.described[executor]
+
+    def _minimize_bug(self, bid: str, checker: Checker, pool: ExecutorPool) -> None:
+        """Minimize a bug's representative finding, key it again, write its repro and confirm it in a fresh process."""
         with self.lock:
-            rec = dict(self.records[sig])
+            bug = self.book.bugs[bid]
+            if bug.merged_into or bug.minimized:
+                return
+            rec = dict(self.records[bug.representative])
         budget = self.cfg.minimize_budget_s
         if self.cfg.time_s is not None:
             budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
         if budget < 5.0:
             return
-        folder = self.store.root / "findings" / rec["id"]
+        t0 = time.monotonic()
+        original = load_case(self.store.root / rec["original"])
+        finding: Finding | None = None
         try:
-            original = load_case(folder / "original.json")
-            hint = f"{sig}|vs:{rec['against']}" if rec.get("against") else sig  # which comparator to run
-            # the re-check on fresh workers starts new backends (seconds): only when the campaign has time for it
-            fresh = self.cfg.time_s is None or self.cfg.time_s - (time.monotonic() - self.t_start) > budget + 60
-            outcome = minimize(original, hint, checker, budget_s=budget, fresh_recheck=fresh)
+            hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
+            result = minimize(original, hint, checker, budget_s=budget, fresh_recheck=False)
+            finding, case, note = result.finding, result.case, result.note
         except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
-            update = {"minimize_error": f"{type(exc).__name__}: {exc}"}
+            case, note = original, f"minimizing failed: {type(exc).__name__}: {exc}"
+        update: dict[str, Any] = {"note": note, "minimize_s": round(time.monotonic() - t0, 2)}
+        key = None
+        if finding is None:
+            update.update(minimized=False, confirmed=False, note=note or "the minimizer did not reproduce it")
         else:
-            if outcome.finding is None:
-                update = {"minimized": outcome.summary()}
-            else:
-                update = self._save(outcome.finding, outcome.case, pool, folder, rec["first_seen_s"], outcome.summary())
-                update["minimized_signature"] = outcome.finding.signature
-                for key in ("signature", "count", "first_seen_s", "oracle", "executor", "variant", "id"):
-                    update.pop(key, None)
+            key, variant = self._minimized_key(finding, case, checker)
+            folder = self.store.root / "bugs" / bid
+            art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
+                                f"{self.cfg.command or 'precfuzz run'}  # bug {bid}", variant=variant,
+                                executors=bug.executors)
+            confirmed, how = self._confirm(art.repro, case, finding, pool)
+            rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
+            update.update(minimized=True, confirmed=confirmed, note=how, title=art.title, repro=rel(art.repro),
+                          repro_full=rel(art.repro_full), report=rel(art.report), case=rel(art.case),
+                          nodes=len(case.graph.nodes), repro_lines=art.repro_lines, ops=finding.ops,
+                          minimized_signature=finding.signature)
+            if art.errors:
+                update["save_error"] = "; ".join(art.errors)
         with self.lock:
-            self.records[sig].update(update)
+            bug = self.book.bugs[bid]
+            for k, v in update.items():
+                if k in Bug.__dataclass_fields__:
+                    setattr(bug, k, v)
+                else:
+                    bug.extra[k] = v
+            bug.extra["minimize_tried"] = True
+            if key is not None:
+                self.book.rekey(bug, key)
             self.dirty = True
         self.flush()
 
+    def _minimized_key(self, finding: Finding, case: Case, checker: Checker) -> tuple[str, str]:
+        """(bug key, variant) of a minimized finding; a TVM pipeline's finding is checked on the default pipeline."""
+        head = finding.executor.split("/", 1)[0]
+        base = f"{head}/{BASE_VARIANT[head]}" if head in BASE_VARIANT else None
+        found, tested = [finding], [finding.executor]
+        if base and base != finding.executor and base in checker.pool.names:
+            found += [f for f in checker.check(case, [base]).findings if f.executor == base]
+            tested.append(base)
+        key = case_keys(found, tested)[finding.signature]
+        return key, key.rsplit("|", 1)[-1]
+
+    def _confirm(self, repro: Path | None, case: Case, finding: Finding, pool: ExecutorPool) -> tuple[bool, str]:
+        """Confirm a minimized bug in a fresh process: its repro.py exits 1, else a re-check on fresh workers."""
+        if repro is not None and self.cfg.verify_repros:
+            status, tail = run_script(repro)
+            if status == 1:
+                return True, f"repro.py reproduces it in a fresh process: {tail}"
+            why = f"repro.py exits {status} ({tail})"
+        else:
+            why = "repro.py was not run"
+        target = Target.of(finding, case.graph)
+        try:
+            again = recheck(case, target, pool)
+        except Exception as exc:  # noqa: BLE001
+            return False, f"{why}; the fresh re-check failed: {type(exc).__name__}: {exc}"
+        if again is not None:
+            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})"
+        return False, f"{why}; a re-check on fresh workers does not reproduce it"
+
     def _minimizer_lane(self, fuzzing_done: threading.Event) -> None:
-        """Minimize new findings one at a time, beside the fuzzing lanes, with a pool of its own."""
+        """Minimize new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""
         with ExecutorPool(self.cfg.executors, timeout=self.cfg.timeout_s, max_calls=self.cfg.max_calls_per_worker,
                           log_dir=self.store.root / "logs",
                           extra_env=lane_env(max(1, self.cfg.workers), self.cfg.executors)) as pool:
@@ -333,67 +431,23 @@ class Campaign:
                                           and time.monotonic() - self.t_start >= self.cfg.time_s):
                     return
                 try:
-                    sig = self.to_minimize.get(timeout=0.5)
+                    _, _, bid = self.to_minimize.get(timeout=0.5)
                 except queue.Empty:
                     if fuzzing_done.is_set():
                         return
                     continue
-                self._minimize_one(sig, checker, pool)
-
-    def _save(self, finding: Finding, case: Case, pool: ExecutorPool, folder: Path, first_seen: float,
-              minimized: dict[str, Any] | None) -> dict[str, Any]:
-        """Write case.json, repro.py and report.md for a finding; return its record (count 1)."""
-        case_path = save_case(case, folder / "case.json")
-        repro_path = report_path = None
-        describe: dict[str, Any] = {}
-        extra: dict[str, Any] = {"minimized": minimized, "original": str(folder / "original.json")}
-        try:
-            if finding.executor not in self.described:
-                self.described[finding.executor] = pool.describe(finding.executor)
-            describe = self.described[finding.executor]
-            try:
-                parts = create(finding.executor).repro_parts(case.graph)
-            except NotImplementedError:
-                parts = None
-            if parts is not None:
-                parts = type(parts)(**{**parts.__dict__, "describe": describe})
-                set_index = finding.input_set if finding.input_set < len(case.input_sets) else 0
-                command = f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}"
-                script = render_script(case, parts, command, set_index, report_draft.title(finding))
-                repro_path = folder / "repro.py"
-                repro_path.write_text(script)
-                repro_path.chmod(0o755)
-                report_path = folder / "report.md"
-                row = {"status": "", "max_abs": finding.details.get("max_abs")}
-                report_path.write_text(report_draft.render(case, finding, describe, row, script,
-                                                           f"python {repro_path.name}", repro_path.name))
-        except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
-            extra["save_error"] = f"{type(exc).__name__}: {exc}"
-        return self._record(finding, case, case_path, repro_path, report_path, first_seen, extra, describe)
-
-    def _record(self, finding: Finding, case: Case, case_path: Path | None, repro: Path | None,
-                report: Path | None, first_seen: float, extra: dict[str, Any],
-                describe: dict[str, Any] | None = None) -> dict[str, Any]:
-        rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
-        rec = {
-            "signature": finding.signature, "oracle": finding.oracle, "executor": finding.executor,
-            "variant": finding.variant, "ops": finding.ops, "dtypes": finding.dtypes,
-            "error_class": finding.error_class, "against": finding.against, "ratio": finding.ratio,
-            "max_ulp": finding.max_ulp, "message": finding.message, "case": rel(case_path),
-            "case_id": case.id, "nodes": len(case.graph.nodes), "repro": rel(repro), "report": rel(report),
-            "count": 1, "first_seen_s": round(first_seen, 3), "id": finding.short_id,
-            "settings": (describe or {}).get("settings", {}), "versions": (describe or {}).get("versions", {}),
-        }
-        rec.update({k: (rel(v) if k == "original" and v else v) for k, v in extra.items()})
-        return rec
+                self._minimize_bug(bid, checker, pool)
 
     # ------------------------------------------------------------ main loop
 
     def snapshot(self) -> Snapshot:
         """Counters for the progress line."""
         with self.lock:
+            live = self.book.live()
             return Snapshot(self.elapsed(), self.state["cases"], self.state["tests"], self.new_findings,
-                            len(self.records), sum(self.alive), self.n_backend_workers, sum(self.restarts))
+                            len(self.records), sum(self.alive), self.n_backend_workers, sum(self.restarts),
+                            self.new_bugs, len(live), sum(1 for b in live if b.kind == "backend-bug"),
+                            sum(1 for b in live if b.minimized))
 
     def run(self) -> CampaignSummary:
         """Run until the time or test budget is spent (or stop is set); always leaves a flushed state."""
@@ -415,9 +469,9 @@ class Campaign:
         threads = [threading.Thread(target=lane, args=(k,), name=f"lane-{k}", daemon=True) for k in range(n)]
         fuzzing_done = threading.Event()
         if self.cfg.minimize:
-            for rec in self.records.values():  # resumed campaign: finish what an earlier run did not minimize
-                if rec.get("minimized") is None and "minimize_error" not in rec:
-                    self.to_minimize.put(rec["signature"])
+            for bug in self.book.live():  # resumed campaign: finish what an earlier run did not minimize
+                if not bug.minimized and not bug.extra.get("minimize_tried"):
+                    self._queue(bug)
 
             def minimizer() -> None:
                 try:
@@ -453,8 +507,8 @@ class Campaign:
         per_exec = {name: {"tests": float(self.tests_by_executor[name]), "backend_s": float(self.backend_s[name])}
                     for name in self.cfg.executors}
         return CampaignSummary(self.state["cases"] - cases0, self.state["tests"] - tests0, len(self.records),
-                               self.new_findings, time.monotonic() - self.t_start, float(sum(self.backend_s.values())),
-                               per_exec, stopped_by)
+                               self.new_findings, len(self.book.live()), self.new_bugs, time.monotonic() - self.t_start,
+                               float(sum(self.backend_s.values())), per_exec, stopped_by)
 
 
 def command_line(argv: list[str]) -> str:

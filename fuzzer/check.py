@@ -26,7 +26,8 @@ from oracles.subjects import Subject
 from .dtypes import round_to
 from .executors import ORACLE_EXECUTORS, create
 from .interpret import evaluate, ideal_values
-from .ir import Case, Graph, Input, canonical, graph_to_json, infer, input_values
+from .ir import Case, Graph, Input, canonical, graph_to_json, infer, input_values, op_attrs
+from .ops import OPS
 from .isolation import ExecutorPool
 from .outcome import Outcome
 
@@ -100,13 +101,13 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
     env: dict[str, Any] = dict(rounded_inputs(numeric, inputs))
     verdicts = []
     for node in numeric.nodes:
+        dtype = typed.values[node.id].dtype
+        if node.id not in observed or typed.values[node.id].kind == "scalar":
+            env[node.id] = _ideal_value(node, typed, env)
+            continue
         sub = node_graph(numeric, node.id)
         sub_inputs = {i.name: env[i.name] for i in sub.inputs}
-        dtype = typed.values[node.id].dtype
         exact = evaluate(sub, sub_inputs, rounded=False)[node.id]
-        if node.id not in observed:
-            env[node.id] = exact if typed.values[node.id].kind == "scalar" else round_to(exact, dtype)
-            continue
         notes: set[str] = set()
         ideal = ideal_values(sub, sub_inputs, notes)[node.id]
         actual = observed[node.id]
@@ -115,6 +116,16 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
         verdicts.append(NodeVerdict(node.id, st, "underflow" in notes, narrow, (device or {}).get(node.id)))
         env[node.id] = np.asarray(actual, dtype=np.float64)
     return verdicts
+
+
+def _ideal_value(node: Any, typed: Any, env: dict[str, Any]) -> np.ndarray:
+    """A node's value computed exactly from `env` and rounded to its dtype (Python scalars stay exact)."""
+    args = [env[o] if isinstance(o, str) else o for o in node.inputs]
+    attrs = {k: v for k, v in op_attrs(node).items() if k != "dtype"}
+    with np.errstate(all="ignore"):
+        value = np.asarray(OPS[node.op].reference(*args, **attrs), dtype=np.float64)
+    info = typed.values[node.id]
+    return value if info.kind == "scalar" else round_to(np.broadcast_to(value, info.shape), info.dtype)
 
 
 class Checker:
@@ -134,7 +145,7 @@ class Checker:
         """The oracles' view of one executor on one graph."""
         ex = self.pool.executors[name]
         return Subject(name, graph, outcomes, ex.policy_graph(graph), ex.numeric_graph(graph), ex.policy,
-                       ex.reported_dtypes(), ex.bridged(graph))
+                       ex.reported_dtypes(), ex.bridged(graph), ex.dtype_contract)
 
     def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
         """Run `case` on the executors and judge the outcomes."""

@@ -20,6 +20,10 @@ class Snapshot:
     alive: int
     workers: int
     restarts: int
+    new_bugs: int = 0
+    bugs: int = 0
+    backend_bugs: int = 0
+    minimized: int = 0
 
 
 def format_line(s: Snapshot, window_cases: float, window_tests: float) -> str:
@@ -27,7 +31,8 @@ def format_line(s: Snapshot, window_cases: float, window_tests: float) -> str:
     m, sec = divmod(int(s.elapsed_s), 60)
     h, m = divmod(m, 60)
     return (f"[{h:d}:{m:02d}:{sec:02d}] cases {s.cases} ({window_cases:.2f}/s)  tests {s.tests} ({window_tests:.1f}/s)  "
-            f"findings {s.new_findings} new / {s.total_findings} total  executor workers alive {s.alive}/{s.workers}"
+            f"bugs {s.new_bugs} new / {s.bugs} total ({s.backend_bugs} backend, {s.minimized} minimized)  "
+            f"findings {s.total_findings}  workers {s.alive}/{s.workers}"
             + (f"  restarts {s.restarts}" if s.restarts else ""))
 
 

@@ -62,21 +62,21 @@ def heatmap(table: pd.DataFrame, path: Path) -> bool:
     return True
 
 
-def timeline(findings: list[dict[str, Any]], path: Path) -> bool:
-    """Cumulative distinct findings over campaign time, one line per oracle and executor."""
-    if not findings:
+def timeline(bugs: list[dict[str, Any]], path: Path) -> bool:
+    """Cumulative bugs over campaign time, one step line per kind; False when there are none."""
+    live = [b for b in bugs if not b.get("merged_into") and b.get("first_seen_s") is not None]
+    if not live:
         return False
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4))
-    df = pd.DataFrame(findings)
-    df["group"] = df["oracle"] + " @ " + df["executor"]
-    for name, grp in df.sort_values("first_seen_s").groupby("group"):
-        t = grp["first_seen_s"].to_numpy(dtype=float)
-        ax.step(np.concatenate([[0.0], t]), np.arange(len(t) + 1), where="post", label=name)
-    ax.set_xlabel("campaign seconds")
-    ax.set_ylabel("distinct findings")
-    ax.legend(fontsize=6, loc="upper left")
-    ax.set_title("Findings by oracle and executor over time")
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for kind in ("backend-bug", "model-hazard", "unsupported"):
+        times = sorted(float(b["first_seen_s"]) for b in live if b.get("kind") == kind)
+        if times:
+            ax.step([0.0] + times, list(range(len(times) + 1)), where="post", label=kind)
+    ax.set_xlabel("campaign time (s)")
+    ax.set_ylabel("bugs found")
+    ax.legend(fontsize=7)
+    ax.set_title("Bugs over time")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
@@ -90,33 +90,57 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def root_cause_groups(findings: list[dict[str, Any]]) -> list[tuple[tuple[str, str, str, str], list[dict[str, Any]]]]:
-    """Findings grouped by (oracle, backend, first op, error class), largest groups first."""
-    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
-    for f in findings:
-        key = (f["oracle"], f["executor"].split("/")[0], (f.get("ops") or ["?"])[0], f.get("error_class", ""))
-        groups.setdefault(key, []).append(f)
-    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+def bug_sections(bugs: list[dict[str, Any]]) -> list[str]:
+    """The bug tables: backend bugs, model hazards, coverage gaps (one row per root cause)."""
+    live = [b for b in bugs if not b.get("merged_into")]
+    link = lambda p, name: f"[{name}]({p})" if p else ""  # noqa: E731
+    lines: list[str] = []
+    for kind, head, blurb in (
+            ("backend-bug", "Backend bugs", "One row per root cause; each links a minimized, standalone repro script "
+             "(exits 1 while the bug is there) and a bug-report draft."),
+            ("model-hazard", "Model hazards", "The model itself breaks under a precision policy (PyTorch eager raises "
+             "too): worth a cast in the model, not an upstream report."),
+            ("unsupported", "Coverage gaps", "What a backend cannot express (not a failure).")):
+        mine = [b for b in live if b.get("kind") == kind]
+        lines += [f"## {head} ({len(mine)})", "", blurb, ""]
+        if not mine:
+            lines += ["None.", ""]
+            continue
+        lines += ["| # | title | backend | executors | minimized | confirmed | nodes | repro | report | first seen (s) | hits |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for k, b in enumerate(sorted(mine, key=lambda b: b.get("first_seen_s", 0)), 1):
+            title = str(b.get("title") or b.get("key")).replace("|", "/")
+            lines.append(f"| {k} | {title} | {b.get('backend')} | {', '.join(b.get('executors', []))} | "
+                         f"{'yes' if b.get('minimized') else 'no'} | {'yes' if b.get('confirmed') else 'no'} | "
+                         f"{_fmt(b.get('nodes'))} | {link(b.get('repro'), 'repro.py')} | {link(b.get('report'), 'report.md')} | "
+                         f"{_fmt(b.get('first_seen_s'))} | {b.get('count', 0)} |")
+        lines.append("")
+    return lines
 
 
 def write_report(root: Path) -> Path:
     """Write root/report.md and its PNGs; returns the report path."""
     store = CampaignStore(root)
     findings = store.load_findings()
+    bugs = store.load_bugs()
     runs = store.load_runs()
     state = store.load_state() or {}
     has_heat = heatmap(ratio_table(runs), root / "error_ratio_heatmap.png")
-    has_time = timeline(findings, root / "findings_over_time.png")
+    has_time = timeline(bugs, root / "bugs_over_time.png")
     lines = [f"# precfuzz campaign report: {root.name}", "",
-             "precfuzz runs generated op graphs on several backends and compares each result with a float64 reference "
-             "computed on the same rounded inputs. An executor may lose at most 3x what an ideal implementation of the "
-             "declared dtypes loses (plus 2 ULP); a larger error, a crash, an unexpected error, or a dtype that differs "
-             "from what the precision policy promises is a *finding*. Each finding below links to a minimized case, a "
-             "standalone repro script (exits 1 while the bug is there) and a bug-report draft.", "",
+             "precfuzz runs generated op graphs on several backends. PyTorch eager on the CPU, running the program of "
+             "each precision policy, says which status and dtypes are right; the numbers are compared with a float64 "
+             "reference on the same rounded inputs, and an executor may lose at most 3x what an ideal implementation "
+             "of its dtypes loses (plus 2 ULP), by a margin of 2. Findings are grouped into bugs, one per root cause.",
+             "",
              f"- cases: {state.get('cases', 0)}, tests (executor x input set): {state.get('tests', 0)}, "
              f"campaign time: {state.get('elapsed_s', 0):.0f} s, seed {state.get('seed')}",
              f"- executors: {', '.join(state.get('executors', []))}",
-             f"- distinct findings: {len(findings)}", ""]
+             f"- bugs: {sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug')} backend bugs, "
+             f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'model-hazard')} model hazards, "
+             f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'unsupported')} coverage gaps "
+             f"(from {len(findings)} distinct findings)", ""]
+    lines += bug_sections(bugs)
     if not runs.empty:
         counts = runs.groupby(["executor", "status"]).size().unstack(fill_value=0)
         lines += ["## Outcomes per executor", "", "| executor | " + " | ".join(counts.columns) + " |",
@@ -129,25 +153,14 @@ def write_report(root: Path) -> Path:
                   "is a finding. An out-of-bound result counts only for the op its finding was localized on; a clean "
                   "result counts for every op of its graph.", ""]
     if has_time:
-        lines += ["## Findings over time", "", "![timeline](findings_over_time.png)", ""]
-    groups = root_cause_groups(findings)
-    if groups:
-        lines += ["## Findings grouped by likely root cause", "",
-                  "Signatures are precise (executor, op and dtypes at fault); one backend bug often shows under several "
-                  "policies or dtype combinations. Grouped by oracle, backend, op and error class:", "",
-                  "| oracle | backend | op | error class | distinct findings | hits | executors |", "|---|---|---|---|---|---|---|"]
-        for (oracle, backend, op, cls), members in groups:
-            executors = sorted({m["executor"] for m in members})
-            lines.append(f"| {oracle} | {backend} | {op} | {cls} | {len(members)} | {sum(m.get('count', 1) for m in members)} "
-                         f"| {', '.join(executors)} |")
-        lines.append("")
-    lines += ["## Findings", ""]
+        lines += ["## Bugs over time", "", "![timeline](bugs_over_time.png)", ""]
+    lines += ["## Findings (the detailed record: one per signature)", ""]
     if findings:
-        lines += ["| # | oracle | executor | ops | dtypes | ratio | max ULP | count | first seen (s) | case | repro | report |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| # | bug | oracle | executor | ops | dtypes | ratio | max ULP | count | first seen (s) | case | repro | report |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, f in enumerate(findings, 1):
             link = lambda p: f"[{Path(p).name}]({p})" if p else ""  # noqa: E731
-            lines.append(f"| {k} | {f['oracle']} | {f['executor']} | {'+'.join(f['ops'])} | {', '.join(f['dtypes'])} | "
+            lines.append(f"| {k} | {f.get('bug', '')} | {f['oracle']} | {f['executor']} | {'+'.join(f['ops'])} | {', '.join(f['dtypes'])} | "
                          f"{_fmt(f.get('ratio'))} | {_fmt(f.get('max_ulp'))} | {f.get('count', 1)} | "
                          f"{_fmt(f.get('first_seen_s'))} | {link(f.get('case'))} | {link(f.get('repro'))} | "
                          f"{link(f.get('report'))} |")

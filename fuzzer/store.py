@@ -16,6 +16,7 @@ import pandas as pd
 
 STATE = "state.json"
 FINDINGS = "findings.jsonl"
+BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.bug_book), rewritten atomically like findings.jsonl
 RUNS = "runs.parquet"  # a directory of part-NNNNN.parquet files, read with pandas.read_parquet(DIR/runs.parquet)
 
 
@@ -89,6 +90,18 @@ class CampaignStore:
     def save_findings(self, records: list[dict[str, Any]]) -> None:
         """Atomically rewrite findings.jsonl (records in order of first discovery)."""
         atomic_write(self.root / FINDINGS, "".join(dumps(r) + "\n" for r in records))
+
+    # ---- bugs
+    def load_bugs(self) -> list[dict[str, Any]]:
+        """Bug records (one JSON object per line)."""
+        path = self.root / BUGS
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def save_bugs(self, records: list[dict[str, Any]]) -> None:
+        """Atomically rewrite bugs.jsonl (records in order of discovery)."""
+        atomic_write(self.root / BUGS, "".join(dumps(r) + "\n" for r in records))
 
     # ---- per-test records
     def append_runs(self, rows: list[dict[str, Any]]) -> None:

@@ -92,7 +92,7 @@ def bound_findings(executor: str, graph: Graph, numeric: TypedGraph, judgements:
 def at_fault(node_stats: list[tuple[str, ErrorStats]]) -> str | None:
     """The node to blame from per-node stats judged on the backend's own operands (in graph order).
 
-    The first node with a finding-sized violation (non-finite or ratio >= MARGIN); else the first over 1.
+    The first node with a finding-sized violation of its own (non-finite, or ratio >= MARGIN); None when
+    no node has one (the graph's error grew from small ones: nothing a maintainer can act on).
     """
-    strong = next((n for n, s in node_stats if s.nonfinite_mismatch or s.ratio >= MARGIN), None)
-    return strong or next((n for n, s in node_stats if s.ratio > 1.0), None)
+    return next((n for n, s in node_stats if s.nonfinite_mismatch or s.ratio >= MARGIN), None)

@@ -180,7 +180,9 @@ def judge(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Outcom
                     found.append(_status(graph, s, k, out, e))
                     break
                 continue  # both raise
-            if e.ok:
+            if not s.dtype_contract:
+                f = None  # a documented mode relabels dtypes: only its status and numbers are judged
+            elif e.ok:
                 f = _dtype(graph, s, k, out, [s.reported(d) for d in e.dtypes or []])
             elif classify_error(e) == "dtype-mismatch":
                 f = _downcast(graph, s, k, out)

@@ -118,13 +118,37 @@ def test_kill_minus_9_loses_no_finding_and_resumes(tmp_path: Path) -> None:
     assert resumed["tests"] >= state["tests"] + 10
 
 
-def test_new_findings_are_saved_raw_then_minimized(tmp_path: Path) -> None:
-    Campaign(config(tmp_path, max_tests=3, minimize=True, minimize_budget_s=60.0), quiet()).run()
-    (rec,) = findings(tmp_path)
-    assert rec["oracle"] == "error-bound" and rec["minimized"]["confirmed"]
-    original = json.loads((tmp_path / rec["original"]).read_text())
-    minimized = json.loads((tmp_path / rec["case"]).read_text())
-    assert len(minimized["nodes"]) < len(original["nodes"]) and rec["nodes"] == len(minimized["nodes"])
+def bugs(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "bugs.jsonl").read_text().splitlines()]
+
+
+def test_findings_of_one_root_cause_are_one_bug(tmp_path: Path) -> None:
+    Campaign(config(tmp_path), quiet()).run()
+    live = [b for b in bugs(tmp_path) if not b.get("merged_into")]
+    by_class = {b["error_class"]: b for b in live}
+    assert set(by_class) == {"accuracy", "signal-11"} or len(live) == 3, live  # crashes keyed per op set until minimized
+    assert all(DESIGN_BUG_FIELDS <= set(b) for b in live)
+    recs = findings(tmp_path)
+    assert all(r["bug"] in {b["bug"] for b in bugs(tmp_path)} for r in recs)
+    bound = next(b for b in live if b["error_class"] == "accuracy")
+    assert bound["count"] == 6 and bound["kind"] == "backend-bug" and bound["ops"] == ["mul"]
+
+
+DESIGN_BUG_FIELDS = {"bug", "title", "kind", "backend", "ops", "error_class", "signatures", "executors", "minimized",
+                     "repro", "nodes", "first_seen_s", "count"}
+
+
+def test_bugs_are_minimized_first_and_merged_by_their_minimized_key(tmp_path: Path) -> None:
+    """The two crash bugs (op sets exp+mul and mul+neg) minimize to `mul` alone: one bug."""
+    Campaign(config(tmp_path, minimize=True, minimize_budget_s=60.0), quiet()).run()
+    every = bugs(tmp_path)
+    live = [b for b in every if not b.get("merged_into")]
+    assert len(every) == 3 and len(live) == 2, [(b["key"], b.get("merged_into")) for b in every]
+    for b in live:
+        assert b["minimized"] and b["confirmed"] and "fresh workers" in b["note"], b
+        assert b["nodes"] == 1 and (tmp_path / b["case"]).exists()  # debug/faults has no script exporter
+    crash = next(b for b in live if b["error_class"] == "signal-11")
+    assert crash["ops"] == ["mul"] and crash["count"] == 3 and len(crash["signatures"]) == 2
 
 
 def test_sigterm_stops_after_the_cases_in_flight_and_saves(tmp_path: Path) -> None:
@@ -146,13 +170,17 @@ def test_sigterm_stops_after_the_cases_in_flight_and_saves(tmp_path: Path) -> No
     assert summary["stopped_by"] == "stopped" and state["pending"] == [] and state["cases"] == summary["cases"]
 
 
-def test_report_renders_plots_groups_and_links(tmp_path: Path) -> None:
+def test_report_opens_with_the_bug_table_and_links(tmp_path: Path) -> None:
     from fuzzer.report import write_report
 
     Campaign(config(tmp_path), quiet()).run()
     text = write_report(tmp_path).read_text()
     assert (tmp_path / "error_ratio_heatmap.png").stat().st_size > 1000
-    assert (tmp_path / "findings_over_time.png").stat().st_size > 1000
-    assert "## Findings grouped by likely root cause" in text and "| error-bound | debug | mul | bound | 1 | 6 |" in text
+    assert (tmp_path / "bugs_over_time.png").stat().st_size > 1000
+    assert text.index("## Backend bugs") < text.index("## Model hazards") < text.index("## Coverage gaps") \
+        < text.index("## Findings (the detailed record")
+    live = [b for b in bugs(tmp_path) if not b.get("merged_into")]
+    assert all(r["bug"] in text for r in findings(tmp_path))
+    assert all(str(b["title"]).replace("|", "/") in text for b in live)
     rec = findings(tmp_path)[0]
     assert f"]({rec['case']})" in text and rec["signature"] in text

@@ -1,13 +1,19 @@
-"""Write a standalone repro script (and optionally a bug-report draft) for a case on one executor."""
+"""Write a standalone repro script (and optionally a bug-report draft) for a case on one executor.
+
+The script is the short one (the graph as plain backend code, the numbers printed) for the executor's first
+finding on the case; with --full, or when the case shows no finding there, the full-oracle one (the pasted
+fp64 reference, the ideal implementations and the bound).
+"""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
-from .. import report_draft
+from ..artifacts import REPORT, REPRO, REPRO_FULL, write_finding
 from ..check import Checker
 from ..executors import create
 from ..export import render_script
@@ -21,43 +27,48 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", required=True, help="executor to reproduce on, e.g. tvm/decompose")
     parser.add_argument("--out", required=True, help="path of the repro script to write")
     parser.add_argument("--report", help="also write a Markdown bug-report draft here")
-    parser.add_argument("--set", type=int, default=None, help="input set to embed (default: the one that fails)")
+    parser.add_argument("--full", action="store_true", help="the full-oracle script instead of the short one")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Render the script; with --report, check the case on the executor for the numbers."""
+    """Check the case on the executor, then write the script of its finding."""
     try:
         case = read_case(args.case)
-        (name,) = select_executors(args.executor)
-    except (UsageError, ValueError) as exc:
+        names = select_executors(args.executor)
+        if len(names) != 1:
+            raise UsageError(f"--executor names {len(names)} executors ({', '.join(names)}); give exactly one")
+        (name,) = names
+    except UsageError as exc:
         return fail(str(exc))
-    command = "precfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[0].endswith("precfuzz") else \
-        f"precfuzz export {args.case} --executor {name} --out {args.out}"
-    finding, row, describe = None, {}, create(name).describe()
-    set_index = args.set
-    if args.report or set_index is None:
-        with ExecutorPool([name]) as pool:
-            result = Checker(pool).check(case, [name])
-            describe = pool.describe(name)
-        mine = [f for f in result.findings if f.executor == name]
-        finding = mine[0] if mine else None
-        row = result.row(name)
-        if set_index is None:
-            set_index = finding.input_set if finding else 0
-    if not 0 <= set_index < len(case.input_sets):
-        return fail(f"input set {set_index} out of range (the case has {len(case.input_sets)})")
-    try:
-        parts = create(name).repro_parts(case.graph)
-    except NotImplementedError as exc:
-        return fail(str(exc))
-    parts = type(parts)(**{**parts.__dict__, "describe": describe})
-    script = render_script(case, parts, command, set_index, report_draft.title(finding) if finding else "")
+    command = "precfuzz export " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz export"
+    with ExecutorPool([name]) as pool:
+        result = Checker(pool).check(case, [name])
+        describe = pool.describe(name)
+    mine = [f for f in result.findings if f.executor == name]
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(script)
-    out.chmod(0o755)
-    print(f"wrote {out}")
-    if args.report:
-        Path(args.report).write_text(report_draft.render(case, finding, describe, row, script, command, out.name))
-        print(f"wrote {args.report}")
+    if not mine:
+        print(f"{name} shows no finding on this case: writing the full-oracle script", file=sys.stderr)
+        try:
+            text = render_script(case, create(name).repro_parts(case.graph), command)
+        except NotImplementedError as exc:
+            return fail(str(exc))
+        _place(out, text)
+        print(f"wrote {out}")
+        return EXIT_OK
+    with tempfile.TemporaryDirectory() as tmp:
+        art = write_finding(Path(tmp), case, mine[0], describe, command, short=not args.full)
+        if art.errors and not (art.repro or art.repro_full):
+            return fail("; ".join(art.errors))
+        _place(out, (Path(tmp) / (REPRO_FULL if args.full or art.repro is None else REPRO)).read_text())
+        print(f"wrote {out}: {art.title}")
+        if args.report:
+            _place(Path(args.report), (Path(tmp) / REPORT).read_text().replace(f"`{REPRO}`", f"`{out.name}`"), False)
+            print(f"wrote {args.report}")
     return EXIT_OK
+
+
+def _place(path: Path, text: str, executable: bool = True) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if executable:
+        path.chmod(0o755)

@@ -6,12 +6,11 @@ import argparse
 import json
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 
-from .. import report_draft
+from ..artifacts import write_finding
 from ..check import Checker
-from ..executors import create
-from ..export import render_script
 from ..ir import Case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import MinimizeError, MinimizeResult, Target, minimize
@@ -44,19 +43,18 @@ def output_path(case_path: str, out: str | None, several: bool) -> Path:
 
 
 def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str) -> Path | None:
-    """Write the repro script of a minimized finding beside its case; None when its executor has no exporter."""
+    """Write the short repro script of a minimized finding beside its case (the full-oracle one as .full.py)."""
     finding = result.finding
     assert finding is not None
-    try:
-        parts = create(finding.executor).repro_parts(result.case.graph)
-    except NotImplementedError:
-        return None
-    parts = type(parts)(**{**parts.__dict__, "describe": pool.describe(finding.executor)})
-    set_index = finding.input_set if finding.input_set < len(result.case.input_sets) else 0
-    script = render_script(result.case, parts, command, set_index, report_draft.title(finding))
-    out = path.with_name(path.name.removesuffix(".json") + ".py")
-    out.write_text(script)
-    out.chmod(0o755)
+    with tempfile.TemporaryDirectory() as tmp:
+        art = write_finding(Path(tmp), result.case, finding, pool.describe(finding.executor), command)
+        out = None
+        for made, suffix in ((art.repro, ".py"), (art.repro_full, ".full.py")):
+            if made is not None:
+                target = path.with_name(path.name.removesuffix(".json") + suffix)
+                target.write_text(made.read_text())
+                target.chmod(0o755)
+                out = out or target
     return out
 
 

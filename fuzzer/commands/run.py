@@ -95,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
     stop_on_signals(campaign)
     summary = campaign.run()
     print(json.dumps({"out": str(cfg.out), "cases": summary.cases, "tests": summary.tests,
+                      "bugs_new": summary.bugs_new, "bugs_total": summary.bugs_total,
                       "findings_new": summary.findings_new, "findings_total": summary.findings_total,
                       "elapsed_s": round(summary.elapsed_s, 1), "stopped_by": summary.stopped_by}))
-    print(f"findings: {cfg.out / 'findings.jsonl'}; report: precfuzz report {cfg.out}", file=sys.stderr)
+    print(f"bugs: {cfg.out / 'bugs.jsonl'}; findings: {cfg.out / 'findings.jsonl'}; report: precfuzz report {cfg.out}",
+          file=sys.stderr)
     return EXIT_OK

@@ -89,6 +89,8 @@ class Executor(ABC):
         """
         return self.policy_graph(graph)
 
+    dtype_contract: bool = True  # False where a documented mode relabels dtypes inconsistently (XLA_USE_BF16)
+
     def reported_dtypes(self) -> dict[str, str]:
         """dtype -> the dtype this configuration reports for it, where its documented mode relabels dtypes."""
         return {}
