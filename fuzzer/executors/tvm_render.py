@@ -15,11 +15,7 @@ from ..dtypes import LOW_PRECISION, is_float
 from ..ir import Graph, Node, TypedGraph, infer, op_attrs
 from ..ops.linalg import conv_attrs
 from ..promotion import promote_types
-from .torch_render import ident
-
-_RESERVED = {"R", "bb", "tvm", "np", "ml_dtypes", "outputs", "build_module", "compile_module", "run_module",
-             "run_backend", "apply_passes", "round_to", "PASSES", "PARAM_DTYPES", "TVM_DTYPES", "main", "inputs",
-             "math", "sys", "os"}
+from ..identifiers import reserved_names, value_identifiers
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
 _UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
           "cos": "cos", "tanh": "tanh", "silu": "nn.silu"}
@@ -28,12 +24,6 @@ _REDUCE = {"sum": "sum", "mean": "mean"}
 # result is cast back to the node's dtype. Other reductions (sum, mean, norms) keep TVM's own accumulation.
 ACCUMULATING = ("conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm")
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
-
-
-def name_of(value: str) -> str:
-    """The Python identifier of a graph value inside build_module."""
-    out = ident(value)
-    return f"v_{out}" if out in _RESERVED else out
 
 
 def value_dtype(typed: TypedGraph, value: str) -> str:
@@ -49,16 +39,21 @@ def bridged(graph: Graph) -> list[str]:
 class _Lowering:
     """Renders nodes as BlockBuilder emits in A-normal form: every call gets its own binding (casts are shared)."""
 
-    def __init__(self, typed: TypedGraph) -> None:
+    def __init__(self, typed: TypedGraph, names: dict[str, str]) -> None:
         self.typed = typed
+        self.names = names  # value_identifiers of the graph
         self.lines: list[str] = []
-        self.used = {name_of(v) for v in typed.values}
+        self.used = set(names.values())
         self.casts: dict[tuple[str, str], str] = {}
+
+    def name_of(self, value: str) -> str:
+        """The Python identifier of a graph value inside build_module."""
+        return self.names[value]
 
     def fresh(self, hint: str) -> str:
         """An identifier not used yet."""
         name, k = hint, 1
-        while name in self.used or name in _RESERVED:
+        while name in self.used or name in reserved_names():
             k += 1
             name = f"{hint}_{k}"
         self.used.add(name)
@@ -75,11 +70,11 @@ class _Lowering:
         if not isinstance(operand, str):
             return f"R.const({float(operand) if is_float(dtype) else int(operand)!r}, {dtype!r})"
         if value_dtype(self.typed, operand) == dtype:
-            return name_of(operand)
+            return self.name_of(operand)
         key = (operand, dtype)
         if key not in self.casts:
-            self.casts[key] = self.emit(f"R.op.astype({name_of(operand)}, {dtype!r})",
-                                        f"{name_of(operand)}_{_SHORT[dtype]}")
+            self.casts[key] = self.emit(f"R.op.astype({self.name_of(operand)}, {dtype!r})",
+                                        f"{self.name_of(operand)}_{_SHORT[dtype]}")
         return self.casts[key]
 
     def param(self, operand: Any, shape: tuple[int, ...], dtype: str, fill: str, hint: str) -> str:
@@ -94,8 +89,8 @@ class _Lowering:
         out, compute = t.value.dtype, t.compute_dtype or t.value.dtype
         expr = self.expr(node, compute, op_attrs(node))
         if self.produced(node, compute) != out:
-            expr = f"R.op.astype({self.emit(expr, name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {out!r})"
-        self.lines.append(f"{name_of(node.id)} = bb.emit({expr}, {node.id!r})")
+            expr = f"R.op.astype({self.emit(expr, self.name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {out!r})"
+        self.lines.append(f"{self.name_of(node.id)} = bb.emit({expr}, {node.id!r})")
         lines, self.lines = self.lines, []
         return lines
 
@@ -117,7 +112,7 @@ class _Lowering:
         if op == "gelu":
             return f"R.op.nn.{'gelu_tanh' if attrs['approximate'] == 'tanh' else 'gelu'}({a(0)})"
         if op == "astype":
-            return f"R.op.astype({name_of(ins[0])}, {dt!r})"
+            return f"R.op.astype({self.name_of(ins[0])}, {dt!r})"
         if op in _REDUCE:
             return f"R.op.{_REDUCE[op]}({a(0)}, axis={_dims(attrs['dims'])}, keepdims={bool(attrs['keepdim'])})"
         if op == "var":
@@ -139,21 +134,21 @@ class _Lowering:
                 if ins[1] is not None:  # PyTorch computes with the weight in the promoted dtype (opmath)
                     dt = promote_types(value_dtype(self.typed, ins[0]), value_dtype(self.typed, ins[1]))
                     x = self.operand(ins[0], dt)
-                w = self.param(ins[1], shape, dt, "ones", f"{name_of(node.id)}_weight")
+                w = self.param(ins[1], shape, dt, "ones", f"{self.name_of(node.id)}_weight")
                 return f"R.op.nn.rms_norm({x}, {w}, axes={axes}, epsilon={eps!r})"
-            w = self.param(ins[1], shape, dt, "ones", f"{name_of(node.id)}_weight")
-            b = self.param(ins[2], shape, dt, "zeros", f"{name_of(node.id)}_bias")
+            w = self.param(ins[1], shape, dt, "ones", f"{self.name_of(node.id)}_weight")
+            b = self.param(ins[2], shape, dt, "zeros", f"{self.name_of(node.id)}_bias")
             return f"R.op.nn.layer_norm({x}, {w}, {b}, axes={axes}, epsilon={eps!r})"
         channels, spatial = (x_shape[1],), list(range(2, len(x_shape)))
         if op == "batch_norm":
-            w = self.param(ins[3], channels, dt, "ones", f"{name_of(node.id)}_weight")
-            b = self.param(ins[4], channels, dt, "zeros", f"{name_of(node.id)}_bias")
+            w = self.param(ins[3], channels, dt, "ones", f"{self.name_of(node.id)}_weight")
+            b = self.param(ins[4], channels, dt, "zeros", f"{self.name_of(node.id)}_bias")
             m, v = self.operand(ins[1], dt), self.operand(ins[2], dt)
             bn = self.emit(f"R.op.nn.batch_norm({x}, {w}, {b}, {m}, {v}, axis=1, epsilon={eps!r}, training=False)",
-                           f"{name_of(node.id)}_bn")
+                           f"{self.name_of(node.id)}_bn")
             return f"R.TupleGetItem({bn}, 0)"
-        w = self.param(ins[1], channels, dt, "ones", f"{name_of(node.id)}_weight")
-        b = self.param(ins[2], channels, dt, "zeros", f"{name_of(node.id)}_bias")
+        w = self.param(ins[1], channels, dt, "ones", f"{self.name_of(node.id)}_weight")
+        b = self.param(ins[2], channels, dt, "zeros", f"{self.name_of(node.id)}_bias")
         if op == "group_norm":
             return (f"R.op.nn.group_norm({x}, {w}, {b}, num_groups={attrs['num_groups']}, channel_axis=1, "
                     f"axes={spatial}, epsilon={eps!r})")
@@ -177,8 +172,8 @@ class _Lowering:
                 f"dilation={list(dilation)}, groups={groups}{out_dtype})")
         if bias is None:
             return conv
-        conv = self.emit(conv, f"{name_of(node.id)}_conv")
-        shaped = self.emit(f"R.op.reshape({bias}, {[1, -1] + [1] * (len(x_shape) - 2)})", f"{name_of(node.id)}_bias")
+        conv = self.emit(conv, f"{self.name_of(node.id)}_conv")
+        shaped = self.emit(f"R.op.reshape({bias}, {[1, -1] + [1] * (len(x_shape) - 2)})", f"{self.name_of(node.id)}_bias")
         return f"R.op.add({conv}, {shaped})"
 
     def var(self, node: Node, dt: str, attrs: dict[str, Any], shape: tuple[int, ...]) -> str:
@@ -191,7 +186,7 @@ class _Lowering:
         count = 1
         for d in dims:
             count *= shape[d]
-        hint = name_of(node.id)
+        hint = self.name_of(node.id)
         mean = self.emit(f"R.op.mean({x}, axis={axis}, keepdims=True)", f"{hint}_mean")
         dev = self.emit(f"R.op.subtract({x}, {mean})", f"{hint}_dev")
         sq = self.emit(f"R.op.multiply({dev}, {dev})", f"{hint}_sq")
@@ -211,13 +206,14 @@ def _dims(dims: Any) -> str:
 def render_module(graph: Graph) -> str:
     """`def build_module():` building the graph as a Relax IRModule with R.BlockBuilder, in A-normal form."""
     typed = infer(graph)
-    low = _Lowering(typed)
+    names = value_identifiers(graph)
+    low = _Lowering(typed, names)
     lines = ["def build_module():", '    """The graph as a Relax IRModule (explicit casts where PyTorch promotes)."""',
              "    bb = R.BlockBuilder()"]
     for inp in graph.inputs:
         dtype = typed.values[inp.name].dtype
-        lines.append(f"    {name_of(inp.name)} = R.Var({inp.name!r}, R.TensorType({list(inp.shape)!r}, {dtype!r}))")
-    params = ", ".join(name_of(i.name) for i in graph.inputs)
+        lines.append(f"    {names[inp.name]} = R.Var({inp.name!r}, R.TensorType({list(inp.shape)!r}, {dtype!r}))")
+    params = ", ".join(names[i.name] for i in graph.inputs)
     lines += [f"    with bb.function('main', [{params}]):", "        with bb.dataflow():"]
     for node in graph.nodes:
         breaks = typed.nodes[node.id].chain_break
@@ -225,7 +221,7 @@ def render_module(graph: Graph) -> str:
             lines.append(f"            # chain break bridged: {breaks.activation_dtype} activation cast to "
                          f"the {breaks.param_dtype} parameters' dtype (PyTorch raises here)")
         lines += [f"            {line}" for line in low.lower(node)]
-    outs = ", ".join(name_of(o) for o in graph.outputs)
+    outs = ", ".join(names[o] for o in graph.outputs)
     lines += [f"            outputs = bb.emit_output(R.Tuple([{outs}]))", "        bb.emit_func_output(outputs)",
               "    return bb.get()"]
     return "\n".join(lines) + "\n"
