@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+MAX_BASELINE_BYTES = 16 * 2**20
+
 
 @dataclass(frozen=True)
 class SmokeVerdict:
@@ -27,11 +29,14 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]]:
     """Baseline entries ({signature, triage}); an absent path is an empty baseline."""
     if path is None:
         return []
-    data = json.loads(Path(path).read_text())
-    entries = data["findings"] if isinstance(data, dict) else data
+    with open(path, "rb") as fh:
+        data = json.loads(fh.read(MAX_BASELINE_BYTES + 1)[:MAX_BASELINE_BYTES + 1].decode("utf-8"))
+    entries = data.get("findings") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected a list of findings (or an object with one under 'findings')")
     for e in entries:
-        if "signature" not in e:
-            raise ValueError(f"{path}: baseline entry without a signature: {e}")
+        if not isinstance(e, dict) or not isinstance(e.get("signature"), str):
+            raise ValueError(f"{path}: baseline entry without a signature: {str(e)[:80]}")
     return entries
 
 

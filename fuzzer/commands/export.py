@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
 from .. import report_draft
 from ..check import Checker
 from ..executors import create
 from ..export import render_script
 from ..isolation import ExecutorPool
-from .common import EXIT_OK, UsageError, fail, read_case, select_executors
+from .common import EXIT_OK, UsageError, fail, nonnegative_int, read_case, select_executors, writable_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,18 +20,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executor", required=True, help="executor to reproduce on, e.g. tvm/decompose")
     parser.add_argument("--out", required=True, help="path of the repro script to write")
     parser.add_argument("--report", help="also write a Markdown bug-report draft here")
-    parser.add_argument("--set", type=int, default=None, help="input set to embed (default: the one that fails)")
+    parser.add_argument("--set", type=nonnegative_int, default=None, help="input set to embed (default: the one that fails)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Render the script; with --report, check the case on the executor for the numbers."""
     try:
         case = read_case(args.case)
-        (name,) = select_executors(args.executor)
+        names = select_executors(args.executor)
+        if len(names) != 1:
+            raise UsageError(f"--executor names one executor, not {len(names)} ({', '.join(names)})")
+        (name,) = names
+        if args.set is not None and args.set >= len(case.input_sets):
+            raise UsageError(f"input set {args.set} out of range (the case has {len(case.input_sets)})")
+        out = writable_file(args.out, "--out", keep=(args.case,))
+        report = writable_file(args.report, "--report", keep=(args.case, args.out)) if args.report else None
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     command = "precfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[0].endswith("precfuzz") else \
-        f"precfuzz export {args.case} --executor {name} --out {args.out}"
+        f"precfuzz export {shlex.quote(args.case)} --executor {name} --out {shlex.quote(args.out)}"
     finding, row, describe = None, {}, create(name).describe()
     set_index = args.set
     if args.report or set_index is None:
@@ -52,12 +58,15 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     parts = type(parts)(**{**parts.__dict__, "describe": describe})
     script = render_script(case, parts, command, set_index, report_draft.title(finding) if finding else "")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(script)
-    out.chmod(0o755)
-    print(f"wrote {out}")
-    if args.report:
-        Path(args.report).write_text(report_draft.render(case, finding, describe, row, script, command, out.name))
-        print(f"wrote {args.report}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(script)
+        out.chmod(0o755)
+        print(f"wrote {out}")
+        if report is not None:
+            report.parent.mkdir(parents=True, exist_ok=True)
+            report.write_text(report_draft.render(case, finding, describe, row, script, command, out.name))
+            print(f"wrote {report}")
+    except OSError as exc:
+        return fail(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
     return EXIT_OK
