@@ -3,7 +3,8 @@
 Value names are arbitrary strings. Sanitizing them one at a time is not injective (`a.` and `a_` both give
 `a_`; an input `list` becomes `v_list`, which may be another value's name), and Python NFKC-normalizes
 non-ASCII identifiers (a bold-letter `torch` is `torch`). So each graph gets one mapping, built in value
-order: non-ASCII and other non-identifier characters become `_`, names that are empty, start with a digit
+order: the name is NFKC-normalized as Python would, then every character that is not an ASCII letter, digit or
+`_` becomes `_`; names that are empty, start with a digit
 or shadow something a rendered function or repro script uses get a `v_` prefix, and a name already taken
 gets a numeric suffix.
 """
@@ -14,6 +15,7 @@ import builtins
 import keyword
 import math
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Any
 
@@ -41,7 +43,7 @@ def reserved_names() -> frozenset[str]:
 
 def sanitize(name: str) -> str:
     """An ASCII identifier close to `name` that shadows nothing (not injective: see value_identifiers)."""
-    out = _NOT_WORD.sub("_", name)
+    out = _NOT_WORD.sub("_", unicodedata.normalize("NFKC", name))
     return out if out and not out[0].isdigit() and out not in reserved_names() else f"v_{out}"
 
 
