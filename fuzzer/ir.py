@@ -179,7 +179,7 @@ def graph_from_json(obj: Any, input_sets: int = 1) -> Graph:
         if not isinstance(raw, dict):
             raise IRError("input: expected an object")
         where = f"input {_show(raw.get('name', '?'))}"
-        name = _name(raw, "name", "input")
+        name = _name(raw, "name", where)
         shape = _shape(raw, where)
         try:
             dtype = check_dtype(_field(raw, "dtype", where, str))
@@ -201,7 +201,7 @@ def graph_from_json(obj: Any, input_sets: int = 1) -> Graph:
         if not isinstance(raw, dict):
             raise IRError("node: expected an object")
         where = f"node {_show(raw.get('id', '?'))}"
-        node_id = _name(raw, "id", "node")
+        node_id = _name(raw, "id", where)
         ops = _field(raw, "inputs", where, list)
         for o in ops:
             if not (o is None or isinstance(o, (str, int, float))) or isinstance(o, bool):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import random
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from fuzzer.commands import generate as generate_command
+from fuzzer.cli import main as cli_main
 from fuzzer.interpret import evaluate
 from fuzzer.ir import case_from_json, case_to_json, infer, input_values, load_case
 from generators.corners import long_fp16_norm, schedule_chain_break
@@ -40,12 +39,10 @@ OP_FAMILIES = {
 
 
 def run_generate(*argv: str) -> tuple[int, str]:
-    """Run `precfuzz generate` in-process; (exit status, stdout)."""
-    parser = argparse.ArgumentParser()
-    generate_command.add_arguments(parser)
+    """Run `precfuzz generate` in-process through the real command line (option checks included); (status, stdout)."""
     out = io.StringIO()
     with redirect_stdout(out):
-        status = generate_command.run(parser.parse_args(list(argv)))
+        status = cli_main(["generate", *argv])
     return status, out.getvalue()
 
 
