@@ -10,8 +10,9 @@ import threading
 import time
 from typing import Any
 
+from . import outcome as oc
 from .executors import create
-from .ir import graph_from_json
+from .ir import IRError, graph_from_json
 from .isolation import PARENT_ENV, read_frame, write_frame
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -60,7 +61,11 @@ def main() -> None:
         if request["op"] == "describe":
             write_frame(channel_out, ex.describe())
             continue
-        graph = graph_from_json(request["graph"])
+        try:
+            graph = graph_from_json(request["graph"], trusted=True)
+        except IRError as exc:  # a value, like every other failure: the worker stays up
+            write_frame(channel_out, [oc.error("compile", "IRError", str(exc))] * len(request["inputs"]))
+            continue
         write_frame(channel_out, ex.run_case(graph, request["inputs"]))
 
 

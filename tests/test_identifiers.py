@@ -87,3 +87,14 @@ def test_mapping_is_injective_ascii_and_shadows_nothing(names: list[str]) -> Non
     for ident in ids.values():
         assert ident.isascii() and ident.isidentifier() and not keyword.iskeyword(ident)
         assert ident not in reserved_names()
+
+
+def test_longest_allowed_names_survive_policy_rewrites_and_workers() -> None:
+    """autocast adds `<name>_to_bfloat16` casts: past the 256-character limit on outside names, still a valid graph."""
+    x, w = "x" * 256, "w" * 256
+    graph = Graph((Input(x, (2, 8), "float32", init={"dist": "normal", "seed": 1}),
+                   Input(w, (4, 8), "float32", "param", init={"dist": "normal", "seed": 2})),
+                  (Node("y" * 256, "linear", (x, w)),), ("y" * 256,))
+    with ExecutorPool(["torch/autocast"], timeout=120) as pool:
+        result = Checker(pool).check(Case(graph))
+    assert result.outcomes["torch/autocast"][0].status == "ok"
