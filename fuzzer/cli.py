@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except SystemExit as exc:  # --help, or a second SIGINT/SIGTERM during a campaign
         return exc.code if isinstance(exc.code, int) else 0
+    except BrokenPipeError:  # `precfuzz ... | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as exc:  # the file system said no: a full disk, a path that vanished, permissions
         where = f"{exc.filename}: " if exc.filename else ""
         return fail(f"{where}{exc.strerror or exc}")

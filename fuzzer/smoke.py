@@ -30,7 +30,10 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]]:
     if path is None:
         return []
     with open(path, "rb") as fh:
-        data = json.loads(fh.read(MAX_BASELINE_BYTES + 1)[:MAX_BASELINE_BYTES + 1].decode("utf-8"))
+        raw = fh.read(MAX_BASELINE_BYTES + 1)
+    if len(raw) > MAX_BASELINE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_BASELINE_BYTES // 2**20} MiB")
+    data = json.loads(raw.decode("utf-8"))
     entries = data.get("findings") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise ValueError(f"{path}: expected a list of findings (or an object with one under 'findings')")

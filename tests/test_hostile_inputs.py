@@ -261,6 +261,8 @@ OPTIONS: list[tuple[str, list[str], str]] = [
     ("export-report-under-file", ["export", "CASE", "--executor", "torch/eager", "--out", "r.py", "--set", "0",
                                   "--report", "FILE/r.md"], "not a directory"),
     ("export-missing-out", ["export", "CASE", "--executor", "torch/eager"], "--out"),
+    ("export-report-same-as-out", ["export", "CASE", "--executor", "torch/eager", "--out", "r.py", "--set", "0",
+                                   "--report", "r.py"], "would overwrite"),
     ("generate-count-negative", ["generate", "--count", "-1", "--out", "gen"], "--count"),
     ("generate-count-text", ["generate", "--count", "ten", "--out", "gen"], "--count"),
     ("generate-start-negative", ["generate", "--count", "1", "--start", "-3", "--out", "gen"], "--start"),
@@ -281,6 +283,8 @@ OPTIONS: list[tuple[str, list[str], str]] = [
     ("smoke-junit-under-file", ["smoke", "--out", "fresh", "--junit", "FILE/j.xml", "--executors", "debug/faults",
                                 "--max-tests", "1"], "not a directory"),
     ("smoke-max-tests-zero", ["smoke", "--out", "fresh", "--max-tests", "0"], "--max-tests"),
+    ("smoke-baseline-dev-zero", ["smoke", "--out", "fresh", "--baseline", "/dev/zero", "--max-tests", "1"], "larger than"),
+    ("smoke-baseline-directory", ["smoke", "--out", "fresh", "--baseline", "DIR", "--max-tests", "1"], "baseline"),
     ("report-not-a-campaign", ["report", "DIR"], "not a campaign directory"),
     ("report-file", ["report", "FILE"], "not a campaign directory"),
     ("command-unknown", ["frobnicate"], "invalid choice"),
@@ -326,3 +330,13 @@ def test_internal_error_is_one_line_with_the_traceback_in_a_file(workdir: Path, 
     path = Path(line.rsplit("traceback in ", 1)[1].rstrip(")"))
     assert "simulated" in path.read_text()
     os.unlink(path)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; (sleep 1; {sys.executable} -m fuzzer.cli executors) | true"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.stderr == "" and proc.returncode == 141

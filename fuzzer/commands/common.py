@@ -72,8 +72,8 @@ def writable_file(path: str, option: str, keep: tuple[str, ...] = ()) -> Path:
     if out.is_dir():
         raise UsageError(f"{option} {path} is a directory")
     for other in keep:
-        if out.exists() and Path(other).exists() and out.resolve() == Path(other).resolve():
-            raise UsageError(f"{option} {path} would overwrite the input {other}")
+        if out.resolve() == Path(other).resolve():
+            raise UsageError(f"{option} {path} would overwrite {other}")
     parent = next((p for p in [out.parent, *out.parent.parents] if p.exists()), Path("."))
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: {parent} is not a directory")
