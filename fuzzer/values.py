@@ -30,11 +30,11 @@ class ValueSpecError(ValueError):
 
 # What each distribution's parameters must satisfy beyond being finite numbers (numpy raises otherwise).
 CONSTRAINTS: dict[str, tuple[tuple[Callable[[dict[str, Any]], bool], str], ...]] = {
-    "normal": ((lambda p: p["std"] >= 0, "std must be >= 0"),),
-    "offset": ((lambda p: p["std"] >= 0, "std must be >= 0"),),
-    "uniform": ((lambda p: math.isfinite(p["high"] - p["low"]), "high - low must be a finite number"),),
-    "wide": ((lambda p: math.isfinite(p["hi"] - p["lo"]), "hi - lo must be a finite number"),),
-    "loguniform": ((lambda p: math.isfinite(p["hi"] - p["lo"]), "hi - lo must be a finite number"),),
+    "normal": ((lambda p: _nonnegative(p["std"]), "std must be >= 0 (and not -0.0)"),),
+    "offset": ((lambda p: _nonnegative(p["std"]), "std must be >= 0 (and not -0.0)"),),
+    "uniform": ((lambda p: 0 <= p["high"] - p["low"] < math.inf, "high - low must be a finite number >= 0"),),
+    "wide": ((lambda p: 0 <= p["hi"] - p["lo"] < math.inf, "hi - lo must be a finite number >= 0"),),
+    "loguniform": ((lambda p: 0 <= p["hi"] - p["lo"] < math.inf, "hi - lo must be a finite number >= 0"),),
     "linspace": ((lambda p: math.isfinite(p["stop"] - p["start"]), "stop - start must be a finite number"),),
     "randint": ((lambda p: all(float(p[k]).is_integer() and abs(p[k]) <= 2**53 for k in ("low", "high")),
                  "low and high must be integers of magnitude <= 2**53"),
@@ -44,13 +44,17 @@ MAX_SEED = 2**63 - 1
 
 
 def _number(val: Any) -> bool:
-    """A finite int or float (not a bool)."""
+    """A finite float, or an int numpy takes as int64 and float64 exactly (not a bool)."""
     if isinstance(val, bool) or not isinstance(val, (int, float)):
         return False
-    try:
-        return math.isfinite(val)
-    except OverflowError:  # an int too large for a float
-        return False
+    if isinstance(val, int):
+        return abs(val) <= 2**53  # numpy turns larger Python ints into object arrays
+    return math.isfinite(val)
+
+
+def _nonnegative(val: float) -> bool:
+    """>= 0 as numpy checks a scale: -0.0 is negative there (its sign bit)."""
+    return val >= 0 and math.copysign(1.0, val) > 0
 
 
 def expression(spec: dict[str, Any]) -> str:
@@ -64,7 +68,8 @@ def expression(spec: dict[str, Any]) -> str:
         if key not in defaults:
             raise ValueSpecError(f"distribution {dist!r} has no parameter {str(key)[:40]!r}")
         if not _number(val):
-            raise ValueSpecError(f"parameter {key!r} of {dist!r} must be a finite number, got {str(val)[:40]!r}")
+            raise ValueSpecError(f"parameter {key!r} of {dist!r} must be a finite number (ints of magnitude <= 2**53), "
+                                 f"got {str(val)[:40]!r}")
     for ok, message in CONSTRAINTS.get(dist, ()):
         if not ok(params):
             raise ValueSpecError(f"distribution {dist!r}: {message}")
