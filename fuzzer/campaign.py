@@ -31,7 +31,7 @@ from .ir import Case, load_case, save_case
 from .isolation import ExecutorPool
 from .minimize import Target, minimize, recheck
 from .progress import Progress, Snapshot
-from .store import CampaignStore
+from .store import CampaignStore, StoreError
 
 STATE_VERSION = 1
 
@@ -96,7 +96,11 @@ class Campaign:
 
     def __init__(self, config: CampaignConfig, progress: Progress | None = None) -> None:
         self.cfg = config
-        self.store = CampaignStore(config.out)
+        try:  # the directory is ours from here until run() returns (or this object is dropped)
+            self.store = CampaignStore(config.out)
+            self.store.lock()
+        except StoreError as exc:
+            raise CampaignError(str(exc)) from None
         self.progress = progress or Progress(interval_s=config.progress_interval_s)
         self.generate = config.generate or _default_generate
         self.lock = threading.Lock()
@@ -112,7 +116,13 @@ class Campaign:
         self.backend_s: Counter[str] = Counter()
         self.tests_by_executor: Counter[str] = Counter()
         self.new_findings = 0
-        self._load()
+        try:
+            self._load()
+        except BaseException as exc:
+            self.store.unlock()
+            if isinstance(exc, StoreError):
+                raise CampaignError(str(exc)) from None
+            raise
 
     # ------------------------------------------------------------ state
 
@@ -451,6 +461,13 @@ class Campaign:
 
     def run(self) -> CampaignSummary:
         """Run until the time or test budget is spent (or stop is set); always leaves a flushed state."""
+        try:
+            return self._run()
+        finally:
+            self.store.unlock()
+
+    def _run(self) -> CampaignSummary:
+        """The campaign proper (run() holds the directory lock around it)."""
         n = max(1, self.cfg.workers)
         self.alive = [0] * n
         self.restarts = [0] * n

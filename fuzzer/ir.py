@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import limits
 from .dtypes import check_dtype, is_float
 from .ops import OPS, ChainBreak, IRError, Typed, ValueInfo, tensor
 from .values import ValueSpecError, check_spec, make_values
@@ -130,21 +134,59 @@ def _field(obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, .
     return obj[key]
 
 
-def graph_from_json(obj: Any) -> Graph:
-    """Parse and validate a graph object; IRError names the node or input at fault."""
+def _show(value: Any, width: int = 60) -> str:
+    """A short repr for error messages (long values cut)."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 256 else f"<int of {value.bit_length()} bits>"
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _plain(text: str) -> str:
+    """Text as is when it is a short printable word, else its short repr (error messages stay one line)."""
+    return text if isinstance(text, str) and text.isprintable() and len(text) <= 60 else _show(text)
+
+
+def _name(raw: dict[str, Any], key: str, where: str, trusted: bool) -> str:
+    name = _field(raw, key, where, str)
+    if not trusted and (not name or len(name) > limits.MAX_NAME_CHARS):
+        raise IRError(f"{where}: field {key!r} must be a non-empty string of at most {limits.MAX_NAME_CHARS} characters")
+    return name
+
+
+def _shape(raw: dict[str, Any], where: str, trusted: bool) -> tuple[int, ...]:
+    shape = _field(raw, "shape", where, list)
+    if trusted:
+        return tuple(shape)
+    if len(shape) > limits.MAX_RANK or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= limits.MAX_DIM for s in shape):
+        raise IRError(f"{where}: shape must be a list of at most {limits.MAX_RANK} ints in 1..{limits.MAX_DIM}, "
+                      f"got {_show(shape)}")
+    if math.prod(shape) > limits.MAX_VALUE_ELEMENTS:
+        raise IRError(f"{where}: shape {_show(shape)} has {math.prod(shape)} elements, more than the "
+                      f"{limits.MAX_VALUE_ELEMENTS} one value may have")
+    return tuple(shape)
+
+
+def graph_from_json(obj: Any, input_sets: int = 1, trusted: bool = False) -> Graph:
+    """Parse and validate a graph object; IRError names the node or input at fault (one line).
+
+    trusted=True is for graphs precfuzz made itself (a policy graph sent to a worker): types are checked, the
+    limits on outside input (fuzzer.limits: names, counts, sizes) are not.
+    """
     if not isinstance(obj, dict):
         raise IRError("graph: expected a JSON object")
     fmt = obj.get("format", FORMAT)
     if fmt != FORMAT:
-        raise IRError(f"graph: unsupported format {fmt!r} (expected {FORMAT!r})")
+        raise IRError(f"graph: unsupported format {_show(fmt)} (expected {FORMAT!r})")
+    raw_inputs, raw_nodes = _field(obj, "inputs", "graph", list), _field(obj, "nodes", "graph", list)
+    if not trusted and (len(raw_inputs) > limits.MAX_INPUTS or len(raw_nodes) > limits.MAX_NODES):
+        raise IRError(f"graph: at most {limits.MAX_INPUTS} inputs and {limits.MAX_NODES} nodes")
     inputs = []
-    for raw in _field(obj, "inputs", "graph", list):
-        where = f"input {raw.get('name', '?')!r}" if isinstance(raw, dict) else "input"
+    for raw in raw_inputs:
         if not isinstance(raw, dict):
-            raise IRError(f"{where}: expected an object")
-        shape = _field(raw, "shape", where, list)
-        if not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in shape):
-            raise IRError(f"{where}: shape must be a list of positive ints, got {shape}")
+            raise IRError("input: expected an object")
+        where = f"input {_show(raw.get('name', '?'))}"
+        name = _name(raw, "name", where, trusted)
+        shape = _shape(raw, where, trusted)
         try:
             dtype = check_dtype(_field(raw, "dtype", where, str))
         except ValueError as exc:
@@ -156,66 +198,124 @@ def graph_from_json(obj: Any) -> Graph:
             raise IRError(f"{where}: a Python scalar has shape []")
         init = raw.get("init", {"dist": "normal", "seed": 0})
         try:
-            check_spec(init)
+            check_spec(init, shape)
         except (ValueSpecError, ValueError) as exc:
             raise IRError(f"{where}: bad init: {exc}") from None
-        inputs.append(Input(_field(raw, "name", "input", str), tuple(shape), dtype, role, kind, init))
+        inputs.append(Input(name, shape, dtype, role, kind, init))
     nodes = []
-    for raw in _field(obj, "nodes", "graph", list):
+    for raw in raw_nodes:
         if not isinstance(raw, dict):
             raise IRError("node: expected an object")
-        where = f"node {raw.get('id', '?')!r}"
+        where = f"node {_show(raw.get('id', '?'))}"
+        node_id = _name(raw, "id", where, trusted)
         ops = _field(raw, "inputs", where, list)
         for o in ops:
             if not (o is None or isinstance(o, (str, int, float))) or isinstance(o, bool):
-                raise IRError(f"{where}: operand {o!r} is neither a value name, a number nor null")
-        nodes.append(Node(_field(raw, "id", "node", str), _field(raw, "op", where, str), tuple(ops),
-                          dict(raw.get("attrs") or {})))
-    outputs = tuple(_field(obj, "outputs", "graph", list))
-    graph = Graph(tuple(inputs), tuple(nodes), outputs)
-    infer(graph)
+                raise IRError(f"{where}: operand {_show(o)} is neither a value name, a number nor null")
+        attrs = raw.get("attrs") or {}
+        if not isinstance(attrs, dict):
+            raise IRError(f"{where}: attrs must be an object, got {type(attrs).__name__}")
+        nodes.append(Node(node_id, _field(raw, "op", where, str), tuple(ops), dict(attrs)))
+    outputs = _field(obj, "outputs", "graph", list)
+    if not all(isinstance(o, str) for o in outputs):
+        raise IRError(f"graph: outputs must be value names, got {_show(outputs)}")
+    graph = Graph(tuple(inputs), tuple(nodes), tuple(outputs))
+    typed = infer(graph)
+    if not trusted:
+        check_size(graph, typed, input_sets)
     return graph
+
+
+def check_size(graph: Graph, typed: "TypedGraph", input_sets: int = 1) -> None:
+    """IRError when the case would need more memory than fuzzer.limits allows (checked before allocating anything)."""
+    sizes = {f"value {name!r}": math.prod(info.shape) for name, info in typed.values.items()}
+    for node in graph.nodes:
+        if OPS[node.op].family == "conv":  # the reference copies every sliding window: N x C x out positions x kernel
+            x, w, out = (typed.values[node.inputs[0]], typed.values[node.inputs[1]],  # type: ignore[index]
+                         typed.values[node.id])
+            sizes[f"node {node.id!r} (its sliding windows)"] = (
+                x.shape[0] * x.shape[1] * math.prod(out.shape[2:]) * math.prod(w.shape[2:]))
+    try:
+        limits.check_working_memory(sum(sizes.values()), max(sizes.items(), key=lambda kv: kv[1]), input_sets)
+    except limits.LimitError as exc:
+        raise IRError(f"graph: {exc}") from None
 
 
 def case_from_json(obj: Any) -> Case:
     """Parse and validate a case object (a graph with optional input_sets and meta)."""
-    graph = graph_from_json(obj)
+    if not isinstance(obj, dict):
+        raise IRError("graph: expected a JSON object")
     sets = obj.get("input_sets") or [{}]
     if not isinstance(sets, list) or not all(isinstance(s, dict) for s in sets):
         raise IRError("graph: input_sets must be a list of objects")
-    names = {i.name for i in graph.inputs}
+    if len(sets) > limits.MAX_INPUT_SETS:
+        raise IRError(f"graph: at most {limits.MAX_INPUT_SETS} input sets, got {len(sets)}")
+    meta = obj.get("meta") or {}
+    if not isinstance(meta, dict):
+        raise IRError(f"graph: meta must be an object, got {type(meta).__name__}")
+    graph = graph_from_json(obj, len(sets))
+    shapes = {i.name: i.shape for i in graph.inputs}
     for k, s in enumerate(sets):
         for name, spec in s.items():
-            if name not in names:
-                raise IRError(f"input set {k}: no input named {name!r}")
+            if name not in shapes:
+                raise IRError(f"input set {k}: no input named {_show(name)}")
             try:
-                check_spec(spec)
+                check_spec(spec, shapes[name])
             except (ValueSpecError, ValueError) as exc:
                 raise IRError(f"input set {k}, input {name!r}: {exc}") from None
-    return Case(graph, tuple(sets), dict(obj.get("meta") or {}))
+    return Case(graph, tuple(sets), dict(meta))
+
+
+def parse_case(text: str, where: str = "case") -> Case:
+    """A case from JSON text; IRError (one line) on malformed, too deeply nested or invalid input."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise IRError(f"{where}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise IRError(f"{where}: JSON nested deeper than {limits.MAX_JSON_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise IRError(f"{where}: malformed JSON: {exc}") from None
+    try:
+        limits.check_json(obj)
+        return case_from_json(obj)
+    except limits.LimitError as exc:
+        raise IRError(f"{where}: {exc}") from None
+    except IRError as exc:
+        raise IRError(f"{where}: {exc}") from None
+
+
+def read_limited(path: str | Path, limit: int = limits.MAX_FILE_BYTES) -> bytes:
+    """At most `limit` bytes of a file (IRError beyond that, so /dev/zero or a huge file is refused quickly)."""
+    try:
+        if Path(path).is_dir():
+            raise IRError(f"{path}: is a directory, not a case file")
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise IRError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # an embedded NUL in the path
+        raise IRError(f"{path!r}: cannot read ({exc})") from None
+    if len(data) > limit:
+        raise IRError(f"{path}: larger than {limit // 2**20} MiB, the most a case file may hold")
+    return data
 
 
 def load_case(path: str | Path) -> Case:
     """Read a case JSON file; IRError (one line) on any problem."""
+    data = read_limited(path)
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise IRError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise IRError(f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    try:
-        return case_from_json(obj)
-    except IRError as exc:
-        raise IRError(f"{path}: {exc}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise IRError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    return parse_case(text, str(path))
 
 
 def save_case(case: Case, path: str | Path) -> Path:
     """Write a case as pretty, key-sorted JSON (byte-identical for equal cases)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
     tmp.write_text(json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n")
     tmp.replace(path)
     return path
@@ -245,18 +345,22 @@ def infer(graph: Graph) -> TypedGraph:
         values[inp.name] = inp.info()
     typed: dict[str, Typed] = {}
     for node in graph.nodes:
-        where = f"node {node.id!r} ({node.op})"
+        where = f"node {node.id!r} ({_plain(node.op)})"
         if node.id in values:
             raise IRError(f"{where}: duplicate value name")
         spec = OPS.get(node.op)
         if spec is None:
-            raise IRError(f"{where}: unknown op {node.op!r}")
+            raise IRError(f"{where}: unknown op {_show(node.op)}")
         if not spec.required <= len(node.inputs) <= len(spec.operands):
             raise IRError(f"{where}: expects {spec.required}..{len(spec.operands)} operands "
                           f"({', '.join(spec.operands)}), got {len(node.inputs)}")
         unknown = set(node.attrs) - set(spec.attrs)
         if unknown:
-            raise IRError(f"{where}: unknown attribute(s) {', '.join(sorted(unknown))}")
+            raise IRError(f"{where}: unknown attribute(s) {', '.join(_plain(k) for k in sorted(map(str, unknown)))}")
+        attrs = {**spec.attrs, **node.attrs}
+        for key, rule in spec.attr_types.items():
+            if not rule.accepts(attrs[key]):
+                raise IRError(f"{where}: attribute {key!r} must be {rule.what}, got {_show(attrs[key])}")
         infos: list[ValueInfo | None] = []
         for slot, operand in zip(spec.operands + ("",) * 8, list(node.inputs) + [None] * (len(spec.operands) - len(node.inputs))):
             if operand is None:
@@ -270,10 +374,12 @@ def infer(graph: Graph) -> TypedGraph:
             else:
                 if not spec.scalars_ok:
                     raise IRError(f"{where}: operand {slot!r} cannot be a Python scalar")
+                if not _literal_ok(operand):
+                    raise IRError(f"{where}: literal operand {_show(operand)} must be a finite float or an int of "
+                                  f"magnitude <= {limits.MAX_INT_LITERAL}")
                 infos.append(ValueInfo((), "float64" if isinstance(operand, float) else "int64", "scalar"))
         if spec.scalars_ok is False and any(i is not None and i.is_scalar for i in infos):
             raise IRError(f"{where}: operands must be tensors, not Python scalars")
-        attrs = {**spec.attrs, **node.attrs}
         try:
             result = spec.infer(infos, attrs)
         except IRError as exc:
@@ -288,6 +394,12 @@ def infer(graph: Graph) -> TypedGraph:
         if values[out].is_scalar:
             raise IRError(f"graph: output {out!r} is a Python scalar, not a tensor")
     return TypedGraph(values, typed)
+
+
+def _literal_ok(value: float | int) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return abs(value) <= limits.MAX_INT_LITERAL
 
 
 def input_values(case: Case, index: int) -> dict[str, np.ndarray]:

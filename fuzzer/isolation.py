@@ -1,15 +1,24 @@
-"""Process isolation in one place: long-lived worker subprocesses, timeouts, crash mapping, restarts."""
+"""Process isolation in one place: long-lived worker subprocesses, timeouts, crash mapping, restarts.
+
+Workers die with their parent: each one asks Linux for SIGKILL when its parent dies (prctl
+PR_SET_PDEATHSIG) and also watches its parent pid from a thread. Linux sends that signal when the *thread*
+that forked the worker exits, so every worker is forked by one long-lived spawner thread, never by the
+lane thread that asked for it (lanes end while the process lives on).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
+import queue
 import select
 import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +29,55 @@ from .executors import Executor, create
 from .ir import Graph, graph_to_json
 
 _HEADER = struct.Struct("<Q")
+PARENT_ENV = "PRECFUZZ_PARENT_PID"  # tells a worker which process to die with
+
+
+class _Spawner:
+    """Forks worker processes from one daemon thread that lives as long as this process (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.Queue[tuple[tuple[Any, ...], dict[str, Any], dict[str, Any], threading.Event]] = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, *args: Any, **kwargs: Any) -> subprocess.Popen:
+        """subprocess.Popen(*args, **kwargs), run on the spawner thread."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="precfuzz-spawner", daemon=True)
+                self._thread.start()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        self._jobs.put((args, kwargs, box, done))
+        done.wait()
+        if "error" in box:
+            raise box["error"]
+        return box["proc"]
+
+    def _serve(self) -> None:
+        while True:
+            args, kwargs, box, done = self._jobs.get()
+            try:
+                box["proc"] = subprocess.Popen(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+
+
+SPAWNER = _Spawner()
+
+
+def _new_log(log_dir: Path, stem: str) -> Path:
+    """A log file of its own: stem-N.log with the first N no other worker has taken."""
+    n = 1
+    while True:
+        path = log_dir / f"{stem}-{n}.log"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            return path
+        except FileExistsError:
+            n += 1
 
 
 def write_frame(stream: Any, obj: Any) -> None:
@@ -70,20 +128,25 @@ class WorkerProcess:
     env: dict[str, str]
     max_calls: int = 400
     log_dir: Path | None = None
+    label: str = ""  # names the log file (default: the group and a hash of env)
     proc: subprocess.Popen | None = field(default=None, init=False)
     calls: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
     _log: Any = field(default=None, init=False)
+    _log_path: Path | None = field(default=None, init=False)
 
     def start(self) -> None:
-        """Spawn the worker (a fresh interpreter, never a fork)."""
-        log_dir = self.log_dir or Path(tempfile.gettempdir())
-        log_dir.mkdir(parents=True, exist_ok=True)
-        safe = self.group.replace("/", "_")
-        self._log_path = log_dir / f"worker-{safe}-{os.getpid()}.log"
+        """Spawn the worker (a fresh interpreter, never a fork); its stderr goes to a log file of its own."""
+        if self._log_path is None:
+            log_dir = self.log_dir or Path(tempfile.gettempdir())
+            log_dir.mkdir(parents=True, exist_ok=True)
+            label = self.label or f"{self.group}-{env_key(self.env)}"
+            self._log_path = _new_log(log_dir, f"worker-{label.replace('/', '_')}-{os.getpid()}")
+        if self._log is not None:
+            self._log.close()
         self._log = open(self._log_path, "ab")  # noqa: SIM115 - lives as long as the process
-        env = {**os.environ, **self.env}
-        self.proc = subprocess.Popen(
+        env = {**os.environ, **self.env, PARENT_ENV: str(os.getpid())}
+        self.proc = SPAWNER.popen(
             [sys.executable, "-m", "fuzzer.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._log, env=env, start_new_session=True,
         )
@@ -123,7 +186,7 @@ class WorkerProcess:
         try:
             data = Path(self._log_path).read_bytes()[-size:]
             return data.decode(errors="replace").strip()
-        except (OSError, AttributeError):
+        except (OSError, AttributeError, TypeError):
             return ""
 
     def kill(self) -> None:
@@ -149,6 +212,12 @@ class WorkerProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def env_key(env: dict[str, str]) -> str:
+    """A short stable hash of a worker's environment (workers of one group differ by it)."""
+    text = ",".join(f"{k}={v}" for k, v in sorted(env.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:6]
 
 
 class ExecutorPool:

@@ -4,7 +4,8 @@ What an upstream report carries (the seeds in shared/seeds are examples): 10-40 
 comparison with the exact float64 answer (the same PyTorch program in float64 on the CPU; for TVM the same
 Relax module built in float64) next to a control, and exit status 1 while the bug is there, 0 once fixed.
 The script imports numpy and the backend only. Every uncontrolled text (names, messages, paths) enters it
-through repr() or as a comment line with its special characters escaped. The full-oracle script
+through repr(), value_identifiers(), or as a comment line (from the third line on) with its special
+characters escaped. The full-oracle script
 (fuzzer.export: pasted reference, three ideal implementations and the bound) stays beside it as repro_full.py.
 """
 
@@ -22,22 +23,17 @@ from oracles.findings import Finding
 from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
 from .executors.base import Executor
-from .executors.torch_render import TORCH_DTYPE, ident, render_function
+from .executors.torch_render import TORCH_DTYPE, render_function
 from .executors.tvm_exec import TVMExecutor, render_passes
-from .executors.tvm_render import name_of, render_module
-from .export import _exceeds
+from .executors.tvm_render import render_module
+from .export import _exceeds, comment
 from .interpret import evaluate, ideal_values
+from .identifiers import value_identifiers
 from .ir import Case, infer, input_values
 from .values import expression
 
 ACCURACY = ("error-bound", "effective-precision")
 RAISES = ("status-divergence", "coverage", "crash", "timeout")
-
-
-def comment(text: str) -> str:
-    """One comment line: text with every non-printable or non-ASCII character escaped (no newline survives)."""
-    safe = "".join(c if c.isascii() and c.isprintable() else ascii(c)[1:-1] for c in str(text))
-    return "# " + safe
 
 
 @dataclass(frozen=True)
@@ -89,23 +85,26 @@ def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind:
 def _input_lines(case: Case, set_index: int, make: Any) -> tuple[list[str], list[str]]:
     """(lines of make_inputs' body, the names it returns); `make(inp, expr)` renders one input's value."""
     overrides = case.input_sets[set_index] if case.input_sets else {}
+    ident = value_identifiers(case.graph)
     lines, names, seed = [], [], None
     for inp in case.graph.inputs:
         expr, need = _values_expr(overrides.get(inp.name, inp.init), inp.shape, inp.dtype, inp.kind)
         if need is not None and need != seed:
             lines.append(f"    rng = np.random.default_rng({need})")
             seed = need
-        lines.append(f"    {ident(inp.name)} = {make(inp, expr)}")
-        names.append(ident(inp.name))
+        lines.append(f"    {ident[inp.name]} = {make(inp, expr)}")
+        names.append(ident[inp.name])
     return lines, names
 
 
 def _head(title: str, finding: Finding, executor: Executor, case: Case, set_index: int) -> list[str]:
     desc = executor.describe()
     versions = ", ".join(f"{k} {v}" for k, v in sorted(desc.get("versions", {}).items()))
-    return ["#!/usr/bin/env python3", comment(title), comment(finding.message),
-            comment(f"{executor.name} ({versions or 'versions unknown'}); precfuzz {__version__}, case {case.id} "
-                    f"input set {set_index}. Exits 1 while the bug is there, 0 once fixed."), "import sys", ""]
+    about = [title, finding.message, f"{executor.name} ({versions or 'versions unknown'}); precfuzz {__version__}, "
+             f"case {case.id} input set {set_index}. Exits 1 while the bug is there, 0 once fixed."]
+    # line 2 is fixed text: Python reads a source encoding from the first two lines only
+    return ["#!/usr/bin/env python3", "# precfuzz repro (text from the finding below is escaped)",
+            *[f"# {comment(line)}" for line in about], "import sys", ""]
 
 
 def render(case: Case, finding: Finding, executor: Executor, title: str, set_index: int = 0,
@@ -237,7 +236,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     oracle = finding.oracle
     if oracle in ACCURACY:
         lines += ["# allowed max abs error: 3x an ideal implementation's (fp32 accumulation) on these inputs + 2 ULP",
-                  f"ALLOWED = {{{', '.join(f'{name_of(o)!r}: {v:.6g}' for o, v in ev.allowed.items())}}}"]
+                  f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}"]
     lines.append('AS_DECLARED = {d: d for d in ["float16", "bfloat16", "float32", "float64", "int32", "int64"]}')
     if oracle in ACCURACY:
         lines += ['AS_FLOAT64 = {**AS_DECLARED, "float16": "float64", "bfloat16": "float64", "float32": "float64"}',

@@ -1,4 +1,9 @@
-"""Nightly smoke verdicts: compare a campaign's findings with the triaged baseline; JUnit XML and Markdown."""
+"""Nightly smoke verdicts: a campaign's bugs against the triaged list of known bugs; JUnit XML and Markdown.
+
+The baseline (corpus/known-findings.json) lists known bugs by their key (oracles.bugs: kind, backend, op,
+class, dtype class, variant), each with a line of triage and, where one exists, the upstream issue. A bug
+of the run is known when its key or one of its aliases (keys it had before minimization) is listed.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,12 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+MAX_BASELINE_BYTES = 16 * 2**20
+
 
 @dataclass(frozen=True)
 class SmokeVerdict:
-    """Findings split by the baseline."""
+    """Bugs split by the baseline."""
 
     new: list[dict[str, Any]]
     known: list[dict[str, Any]]
@@ -19,64 +26,84 @@ class SmokeVerdict:
 
     @property
     def passed(self) -> bool:
-        """True when every finding is in the baseline."""
+        """True when every bug is in the baseline."""
         return not self.new
 
 
 def load_baseline(path: Path | None) -> list[dict[str, Any]]:
-    """Baseline entries ({signature, triage}); an absent path is an empty baseline."""
+    """Known-bug entries ({key, title, triage, upstream}); an absent path is an empty baseline."""
     if path is None:
         return []
-    data = json.loads(Path(path).read_text())
-    entries = data["findings"] if isinstance(data, dict) else data
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_BASELINE_BYTES + 1)
+    if len(raw) > MAX_BASELINE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_BASELINE_BYTES // 2**20} MiB")
+    data = json.loads(raw.decode("utf-8"))
+    entries = data.get("bugs") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected a list of known bugs (or an object with one under 'bugs')")
     for e in entries:
-        if "signature" not in e:
-            raise ValueError(f"{path}: baseline entry without a signature: {e}")
+        if not isinstance(e, dict) or not isinstance(e.get("key"), str):
+            raise ValueError(f"{path}: baseline entry without a bug key: {str(e)[:80]}")
     return entries
 
 
-def compare(findings: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> SmokeVerdict:
-    """Split findings into new and known; list baseline entries not seen."""
-    known_sigs = {e["signature"]: e for e in baseline}
-    seen = {f["signature"] for f in findings}
-    new = [f for f in findings if f["signature"] not in known_sigs]
-    known = [{**f, "triage": known_sigs[f["signature"]].get("triage", "")} for f in findings if f["signature"] in known_sigs]
-    missing = [e for e in baseline if e["signature"] not in seen]
+def _keys(bug: dict[str, Any]) -> list[str]:
+    return [bug["key"], *bug.get("aliases", [])]
+
+
+def compare(bugs: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> SmokeVerdict:
+    """Split the run's live bugs into new and known; list baseline entries not seen."""
+    by_key = {e["key"]: e for e in baseline}
+    live = [b for b in bugs if not b.get("merged_into")]
+    new, known, seen = [], [], set()
+    for b in live:
+        entry = next((by_key[k] for k in _keys(b) if k in by_key), None)
+        if entry is None:
+            new.append(b)
+        else:
+            known.append({**b, "triage": entry.get("triage", ""), "upstream": entry.get("upstream", "")})
+            seen.add(entry["key"])
+    missing = [e for e in baseline if e["key"] not in seen]
     return SmokeVerdict(new, known, missing)
 
 
 def junit(verdict: SmokeVerdict, executors: list[str], seconds: float) -> str:
-    """JUnit XML: one test per executor (failing on its new findings), one per known signature (passing)."""
+    """JUnit XML: one test per known bug (passing), one per new bug (failing), one per executor (its new bugs)."""
     cases = []
+    for b in verdict.known:
+        cases.append(f'  <testcase classname="precfuzz.known" name={quoteattr(b["key"])}>'
+                     f"<system-out>{escape(b.get('triage', ''))}</system-out></testcase>")
+    for b in verdict.new:
+        text = f"{b.get('title')}\n{b['key']}\nrepro: {b.get('repro')}"
+        cases.append(f'  <testcase classname="precfuzz.new" name={quoteattr(b["key"])}>'
+                     f"<failure message={quoteattr('new bug: ' + str(b.get('title', ''))[:200])}>{escape(text)}</failure>"
+                     "</testcase>")
     for name in executors:
-        mine = [f for f in verdict.new if f["executor"] == name]
-        body = ""
-        if mine:
-            text = "\n".join(f"{f['signature']}: {f['message']} (repro: {f.get('repro')})" for f in mine)
-            body = f"<failure message={quoteattr(f'{len(mine)} new finding(s)')}>{escape(text)}</failure>"
-        cases.append(f'  <testcase classname="precfuzz.smoke" name={quoteattr(name)}>{body}</testcase>')
-    for f in verdict.known:
-        cases.append(f'  <testcase classname="precfuzz.known" name={quoteattr(f["signature"])}>'
-                     f"<system-out>{escape(f.get('triage', ''))}</system-out></testcase>")
-    failures = sum(1 for name in executors if any(f["executor"] == name for f in verdict.new))
+        mine = [b for b in verdict.new if name in b.get("executors", [])]
+        body = f"<failure message={quoteattr(f'{len(mine)} new bug(s)')}/>" if mine else ""
+        cases.append(f'  <testcase classname="precfuzz.executor" name={quoteattr(name)}>{body}</testcase>')
+    failures = len(verdict.new) + sum(1 for name in executors if any(name in b.get("executors", []) for b in verdict.new))
     return (f'<?xml version="1.0" encoding="utf-8"?>\n<testsuite name="precfuzz-smoke" tests="{len(cases)}" '
             f'failures="{failures}" errors="0" time="{seconds:.1f}">\n' + "\n".join(cases) + "\n</testsuite>\n")
 
 
 def markdown(verdict: SmokeVerdict, summary: dict[str, Any]) -> str:
     """A short Markdown summary for the CI page."""
+    cell = lambda v: str(v or "").replace("|", "/").replace("\n", " ")  # noqa: E731
     lines = [f"# precfuzz smoke: {'PASS' if verdict.passed else 'FAIL'}", "",
              f"{summary.get('cases', 0)} cases, {summary.get('tests', 0)} tests in {summary.get('elapsed_s', 0):.0f} s "
              f"(seed {summary.get('seed')}).", ""]
     if verdict.new:
-        lines += ["## New findings (not in the baseline)", "", "| signature | message | repro |", "|---|---|---|"]
-        lines += [f"| `{f['signature']}` | {f['message']} | {f.get('repro') or ''} |" for f in verdict.new]
+        lines += ["## New bugs (not in the baseline)", "", "| kind | title | key | repro |", "|---|---|---|---|"]
+        lines += [f"| {b.get('kind')} | {cell(b.get('title'))} | `{b['key']}` | {cell(b.get('repro'))} |" for b in verdict.new]
         lines.append("")
     if verdict.known:
-        lines += ["## Known findings", "", "| signature | count | triage |", "|---|---|---|"]
-        lines += [f"| `{f['signature']}` | {f.get('count', 1)} | {f.get('triage', '')} |" for f in verdict.known]
+        lines += ["## Known bugs", "", "| kind | key | hits | triage | upstream |", "|---|---|---|---|---|"]
+        lines += [f"| {b.get('kind')} | `{b['key']}` | {b.get('count', 1)} | {cell(b.get('triage'))} | "
+                  f"{cell(b.get('upstream'))} |" for b in verdict.known]
         lines.append("")
     if verdict.missing:
-        lines += ["## Baseline entries not seen this run", ""]
-        lines += [f"- `{e['signature']}`: {e.get('triage', '')}" for e in verdict.missing]
+        lines += ["## Known bugs not seen this run", ""]
+        lines += [f"- `{e['key']}`: {e.get('triage', '')}" for e in verdict.missing]
     return "\n".join(lines) + "\n"

@@ -1,23 +1,43 @@
-"""Campaign storage: atomic state and findings files, and per-test records in parquet chunks.
+"""Campaign storage: a lock per directory, atomic state and findings files, per-test records in parquet chunks.
 
-Everything is written with write-to-temp + fsync + rename, so `kill -9` at any moment leaves every file
-readable (the previous or the new version, never half of one).
+Everything is written with write-to-temp + fsync + rename (temp names unique per process and thread), so
+`kill -9` at any moment leaves every file readable (the previous or the new version, never half of one).
+One campaign at a time owns a directory: `lock()` takes DIR/.lock (an flock, which the kernel drops when its
+holder dies, so a stale lock from a dead process is simply taken over). What cannot be read is reported and
+kept aside (findings.jsonl.damaged), never silently dropped.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
+import re
+import socket
+import sys
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
 STATE = "state.json"
 FINDINGS = "findings.jsonl"
 BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.bug_book), rewritten atomically like findings.jsonl
-RUNS = "runs.parquet"  # a directory of part-NNNNN.parquet files, read with pandas.read_parquet(DIR/runs.parquet)
+DAMAGED = "findings.jsonl.damaged"  # lines of findings.jsonl that could not be read, kept for a person to look at
+RUNS = "runs.parquet"  # a directory of part-NNNNN*.parquet files, read with pandas.read_parquet(DIR/runs.parquet)
+LOCK = ".lock"
+
+
+class StoreError(Exception):
+    """A campaign directory that cannot be used (held by another run, not a directory, damaged state)."""
+
+
+def warn(message: str) -> None:
+    """Default warning sink: one line on stderr."""
+    print(f"precfuzz: warning: {message}", file=sys.stderr, flush=True)
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -52,22 +72,192 @@ def dumps(obj: Any) -> str:
     return json.dumps(clean(obj), default=_json_default, sort_keys=True)
 
 
+# Fields of a finding record (DESIGN.md) the campaign and the report rely on, with the types they need.
+RECORD_FIELDS: dict[str, tuple[type, ...]] = {"signature": (str,), "oracle": (str,), "executor": (str,),
+                                              "ops": (list,), "dtypes": (list,), "count": (int,)}
+# Fields of state.json, when present, with their types.
+STATE_FIELDS: dict[str, tuple[type, ...]] = {
+    "version": (int,), "seed": (int,), "next_index": (int,), "pending": (list,), "seeds_done": (list,),
+    "cases": (int,), "tests": (int,), "elapsed_s": (int, float), "counts": (dict,), "invocations": (int,),
+    "executors": (list,)}
+_ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
+
+
+def valid_record(rec: Any) -> bool:
+    """True for a finding record with the fields and types the campaign and report use (a safe `id` included)."""
+    if not isinstance(rec, dict):
+        return False
+    for key, kinds in RECORD_FIELDS.items():
+        value = rec.get(key, 1 if key == "count" else None)
+        if not isinstance(value, kinds) or isinstance(value, bool):
+            return False
+    return "id" not in rec or (isinstance(rec["id"], str) and _ID.fullmatch(rec["id"]) is not None)
+
+
+BUG_FIELDS: dict[str, tuple[type, ...]] = {"bug": (str,), "key": (str,), "kind": (str,), "signatures": (list,),
+                                           "executors": (list,), "count": (int,)}
+
+
+def valid_bug(rec: Any) -> bool:
+    """True for a bug record with the fields and types the campaign and report use (a safe `bug` id included)."""
+    return (isinstance(rec, dict) and all(isinstance(rec.get(k), kinds) and not isinstance(rec.get(k), bool)
+                                          for k, kinds in BUG_FIELDS.items())
+            and _ID.fullmatch(rec["bug"]) is not None)
+
+
+def _state_problem(state: Any) -> str | None:
+    if not isinstance(state, dict):
+        return "it does not hold a JSON object"
+    for key, kinds in STATE_FIELDS.items():
+        if key in state and (not isinstance(state[key], kinds) or isinstance(state[key], bool)):
+            return f"field {key!r} has the wrong type"
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in state.get("pending", [])):
+        return "field 'pending' must list case indices"
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in state.get("counts", {}).values()):
+        return "field 'counts' must map signatures to counts"
+    if not all(isinstance(v, str) for v in state.get("seeds_done", [])):
+        return "field 'seeds_done' must list file names"
+    if state.get("next_index", 0) < 0:
+        return "field 'next_index' is negative"
+    return None
+
+
+class DirLock:
+    """DIR/.lock held with flock for as long as a campaign runs; its text names the holder (pid, host, start)."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = Path(root) / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise StoreError naming the process that holds it."""
+        if self._fd is not None:
+            return
+        for _ in range(20):  # the holder may unlink the file between our open and flock: then try again
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise StoreError(f"cannot create {self.path}: {exc.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_holder(fd)
+                os.close(fd)
+                raise StoreError(f"{self.path.parent} is in use by another precfuzz run ({holder}); wait for it to "
+                                 "finish or give another directory") from None
+            except OSError as exc:
+                if exc.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                    os.close(fd)
+                    raise StoreError(f"cannot lock {self.path}: {exc.strerror}") from None
+                self._check_pid(fd)  # no flock on this file system: fall back to a liveness check of the pid
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:
+                os.close(fd)
+                continue
+            self._fd = fd
+            text = f"pid {os.getpid()} on host {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n"
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, text.encode(), 0)
+            os.fsync(fd)
+            return
+        raise StoreError(f"cannot lock {self.path}: it keeps changing")
+
+    def _check_pid(self, fd: int) -> None:
+        holder = _read_holder(fd)
+        parts = holder.split()
+        if len(parts) >= 5 and parts[0] == "pid" and parts[3] == socket.gethostname() and parts[1].isdigit():
+            pid = int(parts[1])
+            if pid != os.getpid() and _alive(pid):
+                os.close(fd)
+                raise StoreError(f"{self.path.parent} is in use by another precfuzz run ({holder}); wait for it to "
+                                 "finish or give another directory")
+
+    def release(self) -> None:
+        """Drop the lock (removing the file first, while still holding it)."""
+        if self._fd is None:
+            return
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+        os.close(self._fd)
+        self._fd = None
+
+    @property
+    def held(self) -> bool:
+        """True while this object holds the lock."""
+        return self._fd is not None
+
+    def __enter__(self) -> "DirLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 200, 0).decode(errors="replace").strip()
+    except OSError:
+        text = ""
+    return text or "holder unknown"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class CampaignStore:
     """The files of one campaign directory."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, warn: Callable[[str], None] = warn) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"{self.root} exists and is not a directory")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.root}: {exc.strerror}") from None
         self.runs_dir = self.root / RUNS
+        self.warn = warn
         self._lock = threading.Lock()
+        self._dir_lock = DirLock(self.root)
+
+    # ---- the directory lock
+    def lock(self) -> None:
+        """Own the directory (StoreError naming the holder if another run does); release with unlock()."""
+        self._dir_lock.acquire()
+
+    def unlock(self) -> None:
+        """Let other runs use the directory."""
+        self._dir_lock.release()
 
     # ---- state
     def load_state(self) -> dict[str, Any] | None:
-        """The saved campaign state, or None for a fresh directory."""
+        """The saved campaign state, or None for a fresh directory; StoreError if it cannot be read."""
         path = self.root / STATE
         if not path.exists():
             return None
-        return json.loads(path.read_text())
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}); move it away to "
+                             "start the campaign over (findings.jsonl is kept)") from None
+        problem = _state_problem(state)
+        if problem:
+            raise StoreError(f"{path} is damaged ({problem}); move it away to start the campaign over "
+                             "(findings.jsonl is kept)")
+        return state
 
     def save_state(self, state: dict[str, Any]) -> None:
         """Atomically replace the state file."""
@@ -75,17 +265,45 @@ class CampaignStore:
 
     # ---- findings
     def load_findings(self) -> list[dict[str, Any]]:
-        """Finding records (one JSON object per line); a torn last line cannot happen, but is skipped if present."""
-        path = self.root / FINDINGS
+        """Finding records (one JSON object per line); lines that cannot be read are kept in findings.jsonl.damaged."""
+        return self._load_jsonl(FINDINGS, valid_record)
+
+    def _load_jsonl(self, name: str, valid: Callable[[Any], bool]) -> list[dict[str, Any]]:
+        """The valid records of one JSON-lines file; the others are quarantined to NAME.damaged."""
+        path = self.root / name
         if not path.exists():
             return []
-        out = []
-        for line in path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
+        out, damaged = [], []
+        for line in path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines():
+            if not line.strip():
                 continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                rec = None
+            if valid(rec):
+                out.append(rec)
+            else:
+                damaged.append(line)
+        if damaged:
+            self._quarantine(name, damaged)
         return out
+
+    def _quarantine(self, name: str, lines: list[str]) -> None:
+        """Append unreadable lines of NAME to NAME.damaged (once each) and say so."""
+        path = self.root / f"{name}.damaged"
+        try:
+            kept = set(path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines()) if path.exists() else set()
+            new = [line for line in lines if line not in kept]
+            if new:
+                with open(path, "ab") as fh:
+                    fh.write("".join(line + "\n" for line in new).encode("utf-8", errors="surrogateescape"))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        except OSError as exc:
+            raise StoreError(f"{self.root / name} has {len(lines)} unreadable line(s) and {path} cannot be "
+                             f"written ({exc.strerror}); fix or move the file") from None
+        self.warn(f"{self.root / name}: {len(lines)} line(s) could not be read; kept in {path}")
 
     def save_findings(self, records: list[dict[str, Any]]) -> None:
         """Atomically rewrite findings.jsonl (records in order of first discovery)."""
@@ -93,11 +311,8 @@ class CampaignStore:
 
     # ---- bugs
     def load_bugs(self) -> list[dict[str, Any]]:
-        """Bug records (one JSON object per line)."""
-        path = self.root / BUGS
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        """Bug records (one JSON object per line); unreadable lines are kept in bugs.jsonl.damaged."""
+        return self._load_jsonl(BUGS, valid_bug)
 
     def save_bugs(self, records: list[dict[str, Any]]) -> None:
         """Atomically rewrite bugs.jsonl (records in order of discovery)."""
@@ -105,20 +320,39 @@ class CampaignStore:
 
     # ---- per-test records
     def append_runs(self, rows: list[dict[str, Any]]) -> None:
-        """Write one parquet chunk of per-test rows."""
+        """Write one parquet chunk of per-test rows (under a name no other writer can take)."""
         if not rows:
             return
         with self._lock:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
-            n = len(list(self.runs_dir.glob("part-*.parquet")))
-            path = self.runs_dir / f"part-{n:05d}.parquet"
-            tmp = self.runs_dir / f".part-{n:05d}.tmp"
+            tmp = self.runs_dir / f".part.{os.getpid()}.{threading.get_ident()}.tmp"
             pd.DataFrame(rows).to_parquet(tmp, index=False)
-            os.replace(tmp, path)
+            n = len(list(self.runs_dir.glob("part-*.parquet")))
+            while True:
+                path = self.runs_dir / f"part-{n:05d}.parquet"
+                try:
+                    os.link(tmp, path)  # fails if the name is taken
+                except FileExistsError:
+                    n += 1
+                    continue
+                except OSError:  # no hard links on this file system
+                    if path.exists():
+                        n += 1
+                        continue
+                    os.replace(tmp, path)
+                break
+            if tmp.exists():
+                os.unlink(tmp)
 
     def load_runs(self) -> pd.DataFrame:
-        """All per-test rows (empty frame if none)."""
+        """All per-test rows (empty frame if none); a chunk that cannot be read is skipped with a warning."""
         parts = sorted(self.runs_dir.glob("part-*.parquet")) if self.runs_dir.exists() else []
-        if not parts:
+        frames = []
+        for p in parts:
+            try:
+                frames.append(pd.read_parquet(p))
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a damaged file
+                self.warn(f"{p} cannot be read ({type(exc).__name__}); its rows are left out")
+        if not frames:
             return pd.DataFrame()
-        return pd.concat([pd.read_parquet(p) for p in parts], ignore_index=True)
+        return pd.concat(frames, ignore_index=True)

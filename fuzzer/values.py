@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,37 +28,91 @@ class ValueSpecError(ValueError):
     """A value spec that cannot be evaluated."""
 
 
+# What each distribution's parameters must satisfy beyond being finite numbers (numpy raises otherwise).
+CONSTRAINTS: dict[str, tuple[tuple[Callable[[dict[str, Any]], bool], str], ...]] = {
+    "normal": ((lambda p: _nonnegative(p["std"]), "std must be >= 0 (and not -0.0)"),),
+    "offset": ((lambda p: _nonnegative(p["std"]), "std must be >= 0 (and not -0.0)"),),
+    "uniform": ((lambda p: 0 <= p["high"] - p["low"] < math.inf, "high - low must be a finite number >= 0"),),
+    "wide": ((lambda p: 0 <= p["hi"] - p["lo"] < math.inf, "hi - lo must be a finite number >= 0"),),
+    "loguniform": ((lambda p: 0 <= p["hi"] - p["lo"] < math.inf, "hi - lo must be a finite number >= 0"),),
+    "linspace": ((lambda p: math.isfinite(p["stop"] - p["start"]), "stop - start must be a finite number"),),
+    "randint": ((lambda p: all(float(p[k]).is_integer() and abs(p[k]) <= 2**53 for k in ("low", "high")),
+                 "low and high must be integers of magnitude <= 2**53"),
+                (lambda p: p["low"] < p["high"], "low must be < high")),
+}
+MAX_SEED = 2**63 - 1
+
+
+def _number(val: Any) -> bool:
+    """A finite float, or an int numpy takes as int64 and float64 exactly (not a bool)."""
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        return False
+    if isinstance(val, int):
+        return abs(val) <= 2**53  # numpy turns larger Python ints into object arrays
+    return math.isfinite(val)
+
+
+def _nonnegative(val: float) -> bool:
+    """>= 0 as numpy checks a scale: -0.0 is negative there (its sign bit)."""
+    return val >= 0 and math.copysign(1.0, val) > 0
+
+
 def expression(spec: dict[str, Any]) -> str:
     """The numpy expression (over `rng`, `np`, `math`, `shape`) that makes the values of `spec`."""
     dist = spec.get("dist")
-    if dist not in DISTRIBUTIONS:
-        raise ValueSpecError(f"unknown distribution {dist!r} (known: {', '.join(DISTRIBUTIONS)})")
+    if not isinstance(dist, str) or dist not in DISTRIBUTIONS:
+        raise ValueSpecError(f"unknown distribution {str(dist)[:40]!r} (known: {', '.join(DISTRIBUTIONS)})")
     template, defaults = DISTRIBUTIONS[dist]
     params = {**defaults, **{k: v for k, v in spec.items() if k not in ("dist", "seed")}}
     for key, val in params.items():
         if key not in defaults:
-            raise ValueSpecError(f"distribution {dist!r} has no parameter {key!r}")
-        if isinstance(val, bool) or not isinstance(val, (int, float)) or not math.isfinite(val):
-            raise ValueSpecError(f"parameter {key!r} of {dist!r} must be a finite number, got {val!r}")
+            raise ValueSpecError(f"distribution {dist!r} has no parameter {str(key)[:40]!r}")
+        if not _number(val):
+            raise ValueSpecError(f"parameter {key!r} of {dist!r} must be a finite number (ints of magnitude <= 2**53), "
+                                 f"got {str(val)[:40]!r}")
+    for ok, message in CONSTRAINTS.get(dist, ()):
+        if not ok(params):
+            raise ValueSpecError(f"distribution {dist!r}: {message}")
     return template.format(**params)
 
 
-def check_spec(spec: Any) -> None:
-    """Raise ValueSpecError unless `spec` is an inline-values or distribution spec."""
+def inline_values(values: Any) -> np.ndarray:
+    """Inline values as a float64 array; ValueSpecError unless they are finite numbers in a regular nested list."""
+    try:
+        raw = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueSpecError("inline values must be a number or a regular nested list of numbers") from None
+    if not np.all(np.isfinite(raw)):
+        raise ValueSpecError("inline values must be finite numbers")
+    return raw
+
+
+def check_spec(spec: Any, shape: tuple[int, ...] | None = None) -> None:
+    """Raise ValueSpecError unless `spec` is an inline-values or distribution spec (inline values fitting `shape`)."""
     if not isinstance(spec, dict):
         raise ValueSpecError(f"value spec must be an object, got {type(spec).__name__}")
     if "values" in spec:
-        np.asarray(spec["values"], dtype=np.float64)
+        raw = inline_values(spec["values"])
+        if shape is not None and not _broadcasts(raw.shape, tuple(shape)):
+            raise ValueSpecError(f"inline values of shape {list(raw.shape)} do not fit shape {list(shape)}")
         return
-    if not isinstance(spec.get("seed", 0), int):
-        raise ValueSpecError("seed must be an integer")
+    seed = spec.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueSpecError(f"seed must be an integer in 0..2**63-1, got {str(seed)[:40]}")
     expression(spec)
+
+
+def _broadcasts(raw: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    try:
+        return tuple(np.broadcast_shapes(raw, shape)) == shape
+    except ValueError:
+        return False
 
 
 def make_values(spec: dict[str, Any], shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Values of one input, rounded to `dtype` and returned as float64 (the exact inputs every executor sees)."""
     if "values" in spec:
-        raw = np.asarray(spec["values"], dtype=np.float64)
+        raw = inline_values(spec["values"])
         if raw.shape != tuple(shape):
             try:
                 raw = np.broadcast_to(raw, shape).copy()

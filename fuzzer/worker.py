@@ -2,17 +2,47 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import sys
+import threading
+import time
 from typing import Any
 
+from . import outcome as oc
 from .executors import create
-from .ir import graph_from_json
-from .isolation import read_frame, write_frame
+from .ir import IRError, graph_from_json
+from .isolation import PARENT_ENV, read_frame, write_frame
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+WATCH_S = 0.5
+
+
+def die_with_parent(parent: int) -> None:
+    """Exit when process `parent` dies, even while a backend call hangs: SIGKILL from the kernel, and a watchdog."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # it died before we asked
+        os._exit(1)
+
+    def watch() -> None:  # where prctl is missing, or the signal was lost: the parent pid changes on reparenting
+        while True:
+            time.sleep(WATCH_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
 
 
 def main() -> None:
     """Serve requests until EOF or an exit request; backends' own prints go to stderr, not the channel."""
+    parent = os.environ.get(PARENT_ENV, "")
+    if parent.isdigit():
+        die_with_parent(int(parent))
     channel_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything a backend prints to stdout lands in the log, not in our frames
     channel_in = os.fdopen(os.dup(0), "rb")
@@ -31,7 +61,11 @@ def main() -> None:
         if request["op"] == "describe":
             write_frame(channel_out, ex.describe())
             continue
-        graph = graph_from_json(request["graph"])
+        try:
+            graph = graph_from_json(request["graph"], trusted=True)
+        except IRError as exc:  # a value, like every other failure: the worker stays up
+            write_frame(channel_out, [oc.error("compile", "IRError", str(exc))] * len(request["inputs"]))
+            continue
         write_frame(channel_out, ex.run_case(graph, request["inputs"]))
 
 

@@ -58,7 +58,10 @@ def norm_stage(b: GraphBuilder, x: Val, op: str | None = None, affine: str | Non
     channels = x.shape[1]
     if op == "group_norm":
         spread = x.shape[0] * math.prod(x.shape[2:])  # PyTorch wants more than one value per group
-        groups = b.draw.choice([g for g in divisors(channels)[:6] + [channels] if spread * (channels // g) > 1])
+        options = [g for g in divisors(channels)[:6] + [channels] if spread * (channels // g) > 1]
+        if not options:  # one value per group however it is grouped (e.g. [1, 1, 1, 1]): PyTorch would raise
+            return norm_stage(b, x, op="layer_norm", affine=affine, param_dtype=param_dtype)
+        groups = b.draw.choice(options)
         w, bias = norm_params(b, x, (channels,), affine=affine, dtype=param_dtype)
         return b.op(op, [x, w, bias], num_groups=groups, eps=eps)
     if op == "batch_norm":

@@ -72,3 +72,41 @@ def test_check_cli_exits_2_with_one_line_error(tmp_path, text: str, needle: str)
     assert proc.returncode == 2
     assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert "Traceback" not in proc.stderr
+
+
+def _big(n: int) -> dict:
+    return {"inputs": [{"name": "x", "shape": [n], "dtype": "float32", "init": {"dist": "normal", "seed": 0}}],
+            "nodes": [{"id": "y", "op": "exp", "inputs": ["x"]}], "outputs": ["y"]}
+
+
+def test_case_size_cap_is_checked_before_allocation_and_configurable(monkeypatch) -> None:
+    monkeypatch.delenv("PRECFUZZ_MAX_CASE_BYTES", raising=False)
+    case_from_json(_big(4_000_000))  # 2 values x 4M float64 = 61 MiB: under the default cap
+    with pytest.raises(IRError, match="more than the 512 MiB cap"):
+        case_from_json({**_big(4_000_000), "input_sets": [{}] * 9})
+    monkeypatch.setenv("PRECFUZZ_MAX_CASE_BYTES", "1e7")
+    with pytest.raises(IRError, match="PRECFUZZ_MAX_CASE_BYTES"):
+        case_from_json(_big(4_000_000))
+    monkeypatch.setenv("PRECFUZZ_MAX_CASE_BYTES", "1e10")
+    case_from_json({**_big(4_000_000), "input_sets": [{}] * 9})
+    monkeypatch.setenv("PRECFUZZ_MAX_CASE_BYTES", "lots")
+    with pytest.raises(IRError, match="not a positive number of bytes"):
+        case_from_json(_big(4))
+
+
+def test_every_attribute_of_every_op_has_a_type() -> None:
+    for spec in OPS.values():
+        assert set(spec.attr_types) == set(spec.attrs), spec.name
+        for key, default in spec.attrs.items():
+            assert default is None or spec.attr_types[key].accepts(default), (spec.name, key)
+
+
+def test_largest_generated_cases_are_far_below_the_caps() -> None:
+    from fuzzer.ir import check_size
+    from fuzzer.limits import DEFAULT_MAX_CASE_BYTES
+    from generators.graphs import generate_case
+
+    for index in range(300):
+        case = generate_case(11, index)
+        check_size(case.graph, infer(case.graph), 8 * len(case.input_sets))  # 8x the input sets still fits
+    assert DEFAULT_MAX_CASE_BYTES <= 2**30

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -70,3 +75,67 @@ def test_worker_recycles_after_max_calls() -> None:
         assert pool.restarts() == 0  # recycling is a clean stop, not a failure
         (worker,) = pool.workers.values()
         assert worker.calls == 1
+
+
+ORPHAN = """
+import sys
+sys.path.insert(0, ".")
+sys.path.insert(0, "tests")
+from test_isolation import fault_case
+from fuzzer.ir import input_values
+from fuzzer.isolation import ExecutorPool
+pool = ExecutorPool(["debug/faults"], timeout=600)
+ok = fault_case(0.0)
+pool.run("debug/faults", ok.graph, [input_values(ok, 0)])
+(worker,) = pool.workers.values()
+print(worker.proc.pid, flush=True)
+hang = fault_case(2.0)
+pool.run("debug/faults", hang.graph, [input_values(hang, 0)])
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_worker_hung_in_a_backend_call_dies_with_its_killed_parent() -> None:
+    root = Path(__file__).resolve().parent.parent
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN], cwd=root, stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    worker = int(parent.stdout.readline())
+    time.sleep(1.0)  # the worker is now sleeping inside the "hang" fault
+    assert _alive(worker)
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _alive(worker):
+        os.kill(worker, signal.SIGKILL)
+        pytest.fail("the worker outlived its parent")
+
+
+def test_workers_started_from_a_thread_that_ended_stay_up(pool) -> None:
+    import threading
+
+    t = threading.Thread(target=run, args=(pool, 0.0))
+    t.start()
+    t.join()
+    time.sleep(0.5)  # a parent-death signal bound to the ended thread would have killed the worker by now
+    assert run(pool, 0.0).status == "ok" and pool.restarts() == 0
+
+
+def test_each_worker_logs_to_a_file_of_its_own(tmp_path: Path) -> None:
+    with ExecutorPool(["xla/native", "xla/legacy-bf16"], log_dir=tmp_path) as a, \
+            ExecutorPool(["xla/native"], log_dir=tmp_path) as b:
+        workers = list(a.workers.values()) + list(b.workers.values())
+        for w in workers:
+            w.start()
+        paths = [w._log_path for w in workers]
+        assert len(workers) == 3 and len(set(paths)) == 3 and all(p.parent == tmp_path for p in paths)
+        workers[0].kill()
+        workers[0].start()  # a restart keeps its own file
+        assert workers[0]._log_path == paths[0]

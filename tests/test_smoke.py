@@ -59,3 +59,51 @@ def test_smoke_passes_on_the_committed_baseline_and_fails_on_an_empty_one(tmp_pa
     proc, junit_path = smoke(tmp_path / "none", str(empty))
     assert proc.returncode == 1
     assert int(ET.parse(junit_path).getroot().get("failures")) >= 1
+
+
+# ---- --out is never a directory smoke did not make (issue 11, item 2)
+
+
+def test_smoke_out_is_created_or_emptied_only_when_smoke_made_it(tmp_path: Path) -> None:
+    from fuzzer.commands.common import UsageError
+    from fuzzer.commands.smoke import MARKER, fresh_out
+
+    new = tmp_path / "new"
+    fresh_out(new)
+    assert [p.name for p in new.iterdir()] == [MARKER]
+    (new / "state.json").write_text("{}")
+    (new / "findings").mkdir()
+    (new / "findings" / "x.json").write_text("{}")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("precious")
+    (new / "link").symlink_to(outside, target_is_directory=True)
+    fresh_out(new)  # a directory an earlier smoke run made: emptied (a symlink is removed, not followed)
+    assert [p.name for p in new.iterdir()] == [MARKER] and (outside / "keep.txt").read_text() == "precious"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    fresh_out(empty)
+    assert (empty / MARKER).exists()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "a.txt").write_text("keep")
+    with pytest.raises(UsageError, match="not empty and was not made by precfuzz smoke"):
+        fresh_out(precious)
+    assert [p.name for p in precious.iterdir()] == ["a.txt"]
+
+
+def test_smoke_does_not_empty_a_directory_another_run_holds(tmp_path: Path) -> None:
+    from fuzzer.commands.smoke import fresh_out
+    from fuzzer.store import CampaignStore, StoreError
+
+    out = tmp_path / "smoke"
+    fresh_out(out)
+    (out / "state.json").write_text("{}")
+    store = CampaignStore(out)
+    store.lock()
+    try:
+        with pytest.raises(StoreError, match="in use"):
+            fresh_out(out)
+        assert (out / "state.json").exists()
+    finally:
+        store.unlock()

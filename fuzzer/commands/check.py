@@ -8,7 +8,7 @@ import math
 
 from ..check import Checker, CheckResult
 from ..isolation import ExecutorPool
-from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, read_case, select_executors
+from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, read_case, select_executors, timeout_seconds
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case", help="case JSON file")
     parser.add_argument("--executors", help="comma-separated executor names (default: all available)")
     parser.add_argument("--json", action="store_true", help="print outcomes and findings as JSON")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per executor call")
+    parser.add_argument("--timeout", type=timeout_seconds, default=300.0, help="seconds per executor call (at least 1)")
 
 
 def _num(value: float | None, fmt: str) -> str:

@@ -1,23 +1,100 @@
-"""Helpers shared by subcommands: executor selection, case loading with one-line errors."""
+"""Helpers shared by subcommands: option types with range checks, executor selection, paths, one-line errors."""
 
 from __future__ import annotations
 
+import argparse
+import math
+import os
 import sys
+from pathlib import Path
+from typing import Callable
 
 from ..executors import HIDDEN, ORACLE_EXECUTORS, REGISTRY, availability
 from ..ir import Case, IRError, load_case
 
-EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+MAX_SEED = 2**63 - 1
+MIN_TIMEOUT_S = 1.0  # shorter executor timeouts turn every backend start into a false "timeout" finding
+MAX_WORKERS = 256
 
 
 class UsageError(Exception):
     """Bad command-line input (exit status 2)."""
 
 
+def one_line(message: str) -> str:
+    """`message` with every character that could break the line (or the terminal) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
+
+
 def fail(message: str) -> int:
     """Print a one-line error and return the bad-input status."""
-    print(f"precfuzz: error: {message}", file=sys.stderr)
+    print(f"precfuzz: error: {one_line(message)}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+# ---- option types: argparse calls them on the text and reports ArgumentTypeError as the option's error
+
+
+def _number(kind: Callable[[str], float | int], what: str, ok: Callable[[float | int], bool]) -> Callable[[str], float | int]:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {one_line(text)[:40]!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {one_line(text)[:40]!r}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in some messages
+    return parse
+
+
+def _finite(v: float) -> bool:
+    return math.isfinite(v)
+
+
+positive_seconds = _number(float, "a finite number of seconds > 0", lambda v: _finite(v) and v > 0)
+nonnegative_seconds = _number(float, "a finite number of seconds >= 0", lambda v: _finite(v) and v >= 0)
+timeout_seconds = _number(float, f"a finite number of seconds >= {MIN_TIMEOUT_S:g}",
+                          lambda v: _finite(v) and v >= MIN_TIMEOUT_S)
+positive_int = _number(int, "an integer >= 1", lambda v: v >= 1)
+nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)
+seed_int = _number(int, f"an integer in 0..{MAX_SEED}", lambda v: 0 <= v <= MAX_SEED)
+workers_int = _number(int, f"an integer in 1..{MAX_WORKERS}", lambda v: 1 <= v <= MAX_WORKERS)
+
+
+def writable_file(path: str, option: str, keep: tuple[str, ...] = ()) -> Path:
+    """A path a file can be written to (checked before any work starts); UsageError saying why not."""
+    out = Path(path)
+    if not path:
+        raise UsageError(f"{option} needs a file name")
+    if out.is_dir():
+        raise UsageError(f"{option} {path} is a directory")
+    for other in keep:
+        if out.resolve() == Path(other).resolve():
+            raise UsageError(f"{option} {path} would overwrite {other}")
+    parent = next((p for p in [out.parent, *out.parent.parents] if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is not a directory")
+    if not os.access(out if out.exists() else parent, os.W_OK):
+        raise UsageError(f"{option} {path} is not writable")
+    return out
+
+
+def writable_dir(path: str, option: str) -> Path:
+    """A directory that exists or can be created, and can be written to; UsageError saying why not."""
+    out = Path(path)
+    if not path:
+        raise UsageError(f"{option} needs a directory name")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{option} {path} exists and is not a directory")
+    parent = next((p for p in [out, *out.parents] if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path} is not writable")
+    return out
 
 
 def select_executors(spec: str | None) -> list[str]:
@@ -26,11 +103,13 @@ def select_executors(spec: str | None) -> list[str]:
     if not spec:
         return [n for n, why in status.items() if why is None and n not in ORACLE_EXECUTORS and n not in HIDDEN]
     names = [s.strip() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise UsageError(f"no executor named in {one_line(spec)!r}")
     chosen = []
     for n in names:
         matches = [k for k in REGISTRY if k == n or (n.endswith("/*") and k.startswith(n[:-1]))]
         if not matches:
-            raise UsageError(f"unknown executor {n!r} (known: {', '.join(REGISTRY)})")
+            raise UsageError(f"unknown executor {one_line(n)[:60]!r} (known: {', '.join(REGISTRY)})")
         for m in matches:
             if status[m] is not None and not n.endswith("/*"):
                 raise UsageError(f"executor {m!r} is not available here: {status[m]}")

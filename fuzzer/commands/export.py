@@ -11,6 +11,7 @@ import argparse
 import shlex
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from ..artifacts import REPORT, REPRO, REPRO_FULL, write_finding
@@ -18,7 +19,7 @@ from ..check import Checker
 from ..executors import create
 from ..export import render_script
 from ..isolation import ExecutorPool
-from .common import EXIT_OK, UsageError, fail, read_case, select_executors
+from .common import EXIT_OK, UsageError, fail, nonnegative_int, read_case, select_executors, writable_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="path of the repro script to write")
     parser.add_argument("--report", help="also write a Markdown bug-report draft here")
     parser.add_argument("--full", action="store_true", help="the full-oracle script instead of the short one")
+    parser.add_argument("--set", type=nonnegative_int, default=None,
+                        help="input set to embed (default: the one that fails)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,34 +39,42 @@ def run(args: argparse.Namespace) -> int:
         case = read_case(args.case)
         names = select_executors(args.executor)
         if len(names) != 1:
-            raise UsageError(f"--executor names {len(names)} executors ({', '.join(names)}); give exactly one")
+            raise UsageError(f"--executor names one executor, not {len(names)} ({', '.join(names)})")
         (name,) = names
-    except UsageError as exc:
+        if args.set is not None and args.set >= len(case.input_sets):
+            raise UsageError(f"input set {args.set} out of range (the case has {len(case.input_sets)})")
+        out = writable_file(args.out, "--out", keep=(args.case,))
+        report = writable_file(args.report, "--report", keep=(args.case, args.out)) if args.report else None
+    except (UsageError, ValueError) as exc:
         return fail(str(exc))
-    command = "precfuzz export " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz export"
+    command = "precfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[0].endswith("precfuzz") else \
+        f"precfuzz export {shlex.quote(args.case)} --executor {name} --out {shlex.quote(args.out)}"
     with ExecutorPool([name]) as pool:
         result = Checker(pool).check(case, [name])
         describe = pool.describe(name)
     mine = [f for f in result.findings if f.executor == name]
-    out = Path(args.out)
-    if not mine:
-        print(f"{name} shows no finding on this case: writing the full-oracle script", file=sys.stderr)
-        try:
-            text = render_script(case, create(name).repro_parts(case.graph), command)
-        except NotImplementedError as exc:
-            return fail(str(exc))
-        _place(out, text)
-        print(f"wrote {out}")
-        return EXIT_OK
-    with tempfile.TemporaryDirectory() as tmp:
-        art = write_finding(Path(tmp), case, mine[0], describe, command, short=not args.full)
-        if art.errors and not (art.repro or art.repro_full):
-            return fail("; ".join(art.errors))
-        _place(out, (Path(tmp) / (REPRO_FULL if args.full or art.repro is None else REPRO)).read_text())
-        print(f"wrote {out}: {art.title}")
-        if args.report:
-            _place(Path(args.report), (Path(tmp) / REPORT).read_text().replace(f"`{REPRO}`", f"`{out.name}`"), False)
-            print(f"wrote {args.report}")
+    try:
+        if not mine:
+            print(f"{name} shows no finding on this case: writing the full-oracle script", file=sys.stderr)
+            try:
+                parts = replace(create(name).repro_parts(case.graph), describe=describe)
+            except NotImplementedError as exc:
+                return fail(str(exc))
+            _place(out, render_script(case, parts, command, args.set or 0))
+            print(f"wrote {out}")
+            return EXIT_OK
+        finding = mine[0] if args.set is None else replace(mine[0], input_set=args.set)
+        with tempfile.TemporaryDirectory() as tmp:
+            art = write_finding(Path(tmp), case, finding, describe, command, short=not args.full)
+            if not (art.repro or art.repro_full):
+                return fail("; ".join(art.errors) or f"{name} has no script exporter")
+            _place(out, (Path(tmp) / (REPRO_FULL if args.full or art.repro is None else REPRO)).read_text())
+            print(f"wrote {out}: {art.title}")
+            if report is not None:
+                _place(report, (Path(tmp) / REPORT).read_text().replace(f"`{REPRO}`", f"`{out.name}`"), False)
+                print(f"wrote {report}")
+    except OSError as exc:
+        return fail(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
     return EXIT_OK
 
 

@@ -14,7 +14,8 @@ from ..check import Checker
 from ..ir import Case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import MinimizeError, MinimizeResult, Target, minimize
-from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, read_case, select_executors
+from .common import (EXIT_FINDING, EXIT_OK, UsageError, fail, positive_int, positive_seconds, read_case, select_executors,
+                     timeout_seconds, writable_dir, writable_file)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--signature", help="finding signature to preserve (default: each case's first finding)")
     parser.add_argument("--out", help="minimized case path (one case), or a directory (default: CASE.min.json beside CASE)")
     parser.add_argument("--executors", help="executors to look for the finding with (default: all available)")
-    parser.add_argument("--max-seconds", type=float, default=300.0, help="search budget per case in seconds")
-    parser.add_argument("--max-checks", type=int, default=2000, help="search budget per case in executor checks")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per executor call")
+    parser.add_argument("--max-seconds", type=positive_seconds, default=300.0, help="search budget per case in seconds")
+    parser.add_argument("--max-checks", type=positive_int, default=2000, help="search budget per case in executor checks")
+    parser.add_argument("--timeout", type=timeout_seconds, default=120.0, help="seconds per executor call (at least 1)")
     parser.add_argument("--export", action="store_true", help="also write a repro script beside each minimized case")
     parser.add_argument("--json", action="store_true", help="print each summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="do not print the accepted steps")
@@ -67,9 +68,14 @@ def run(args: argparse.Namespace) -> int:
             select_executors(",".join(names))
         else:
             names = select_executors(args.executors)
+        several = len(cases) > 1
+        for path, _ in cases:
+            out = output_path(path, args.out, several)
+            if several or (args.out and (Path(args.out).is_dir() or args.out.endswith("/"))):
+                writable_dir(str(out.parent), "--out")
+            writable_file(str(out), "--out" if args.out else "the minimized case", keep=tuple(p for p, _ in cases))
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
-    several = len(cases) > 1
     status = EXIT_OK
     command = "precfuzz minimize " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz minimize"
     progress = None if args.quiet or args.json else (lambda line: print(line, flush=True))

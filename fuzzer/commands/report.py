@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..report import write_report
+from ..store import StoreError
 from .common import EXIT_OK, fail
 
 
@@ -17,7 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Render the report."""
     root = Path(args.dir)
-    if not (root / "state.json").exists():
+    if not root.is_dir() or not (root / "state.json").is_file():
         return fail(f"{root} is not a campaign directory (no state.json)")
-    print(f"wrote {write_report(root)}")
+    try:
+        print(f"wrote {write_report(root)}")
+    except StoreError as exc:
+        return fail(str(exc))
     return EXIT_OK

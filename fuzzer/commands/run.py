@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
-from .common import EXIT_OK, UsageError, fail, select_executors
+from .common import (EXIT_OK, UsageError, fail, nonnegative_seconds, positive_int, positive_seconds, seed_int,
+                     read_case, select_executors, timeout_seconds, workers_int, writable_dir)
 
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "corpus" / "seeds"
 
@@ -18,23 +19,26 @@ DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "corpus" / "seeds"
 def add_campaign_arguments(parser: argparse.ArgumentParser, minimize: bool = True) -> None:
     """Options shared by `run` and `smoke` (minimizing on by default for run, opt-in for smoke)."""
     parser.add_argument("--executors", help="comma-separated executors (default: every available one)")
-    parser.add_argument("--workers", type=int, default=None, help="parallel lanes (default: the cores available)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per executor call before it counts as a hang")
+    parser.add_argument("--workers", type=workers_int, default=None, help="parallel lanes (default: the cores available)")
+    parser.add_argument("--timeout", type=timeout_seconds, default=120.0,
+                        help="seconds per executor call before it counts as a hang (at least 1)")
     if minimize:
         parser.add_argument("--no-minimize", action="store_true", help="save findings without minimizing them")
     else:
         parser.add_argument("--minimize", dest="no_minimize", action="store_false",
                             help="also minimize each new finding (slower)")
-    parser.add_argument("--minimize-budget", type=float, default=30.0,
+    parser.add_argument("--minimize-budget", type=nonnegative_seconds, default=30.0,
                         help="seconds to minimize each new finding (it is saved unminimized first)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz run`."""
     parser.add_argument("--out", required=True, help="campaign directory (created, or resumed if it exists)")
-    parser.add_argument("--time", type=float, default=None, help="seconds to run (default: until --max-tests or Ctrl-C)")
-    parser.add_argument("--max-tests", type=int, default=None, help="stop after this many tests (executor x input set)")
-    parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    parser.add_argument("--time", type=positive_seconds, default=None,
+                        help="seconds to run (default: until --max-tests or Ctrl-C)")
+    parser.add_argument("--max-tests", type=positive_int, default=None,
+                        help="stop after this many tests (executor x input set)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="generator seed")
     parser.add_argument("--no-seeds", action="store_true", help="skip the seed corpus (corpus/seeds) at the start")
     parser.add_argument("--seeds-dir", default=str(DEFAULT_SEEDS), help="seed corpus directory")
     add_campaign_arguments(parser)
@@ -51,6 +55,7 @@ def default_workers() -> int:
 def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: float | None, max_tests: int | None,
                      seeds_dir: Path | None) -> CampaignConfig:
     """A CampaignConfig from parsed options (UsageError on bad values)."""
+    writable_dir(str(out), "--out")
     executors = select_executors(args.executors)
     workers = args.workers if args.workers is not None else default_workers()
     if workers < 1:
@@ -63,6 +68,12 @@ def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: flo
                           max_tests=max_tests, workers=workers, seeds_dir=seeds_dir,
                           minimize=not args.no_minimize, minimize_budget_s=args.minimize_budget,
                           timeout_s=args.timeout, command=command_line(sys.argv[1:]))
+
+
+def check_seeds(seeds_dir: Path | None) -> None:
+    """UsageError naming the first seed case that does not load (a campaign would stop on it)."""
+    for path in sorted(seeds_dir.glob("*.json")) if seeds_dir is not None else []:
+        read_case(str(path))
 
 
 def stop_on_signals(campaign: Campaign) -> None:
@@ -85,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         seeds_dir = None if args.no_seeds else Path(args.seeds_dir)
         if seeds_dir is not None and not seeds_dir.is_dir():
             raise UsageError(f"seed corpus {seeds_dir} is not a directory")
+        check_seeds(seeds_dir)
         cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
         campaign = Campaign(cfg)
     except (UsageError, CampaignError) as exc:

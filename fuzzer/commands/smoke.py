@@ -1,4 +1,4 @@
-"""Nightly CI smoke run: a fixed-seed, bounded campaign that fails only on findings not in the baseline."""
+"""Nightly CI smoke run: a fixed-seed, bounded campaign that fails only on bugs not in the baseline."""
 
 from __future__ import annotations
 
@@ -10,44 +10,74 @@ from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
 from ..smoke import compare, junit, load_baseline, markdown
-from .common import EXIT_FINDING, EXIT_OK, UsageError, fail
-from .run import DEFAULT_SEEDS, add_campaign_arguments, config_from_args, stop_on_signals
+from ..store import DirLock, StoreError
+from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, positive_int, positive_seconds, seed_int, writable_file
+from .run import DEFAULT_SEEDS, add_campaign_arguments, check_seeds, config_from_args, stop_on_signals
 
 DEFAULT_BASELINE = Path(__file__).resolve().parents[2] / "corpus" / "known-findings.json"
+MARKER = ".precfuzz-smoke"  # written into the directories smoke creates: only those are ever emptied again
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz smoke`."""
-    parser.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="known findings (JSON); '' for none")
+    parser.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="known bugs (JSON); '' for none")
     parser.add_argument("--junit", help="write JUnit XML here")
     parser.add_argument("--summary", help="write the Markdown summary here (default: OUT/smoke.md)")
-    parser.add_argument("--max-tests", type=int, default=1500,
+    parser.add_argument("--max-tests", type=positive_int, default=1500,
                         help="tests to run (default 1500: the same cases every night)")
-    parser.add_argument("--time", type=float, default=600.0,
+    parser.add_argument("--time", type=positive_seconds, default=600.0,
                         help="safety cap in seconds (default 600); a run cut short by it says so")
-    parser.add_argument("--seed", type=int, default=20261130, help="fixed generator seed")
-    parser.add_argument("--out", default="results/smoke", help="campaign directory (replaced on every run)")
+    parser.add_argument("--seed", type=seed_int, default=20261130, help="fixed generator seed")
+    parser.add_argument("--out", default="results/smoke",
+                        help="campaign directory: a new or empty one, or one an earlier smoke run made (then replaced)")
     add_campaign_arguments(parser, minimize=False)
 
 
+def fresh_out(out: Path) -> None:
+    """Make `out` an empty directory marked as smoke's: create it, or empty one smoke made; else UsageError.
+
+    Nothing else is ever deleted: a directory without the marker that holds anything is refused.
+    """
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+        raise UsageError(f"--out {out} is not empty and was not made by precfuzz smoke (no {MARKER} file); give a new "
+                         "or empty directory, or delete this one yourself")
+    out.mkdir(parents=True, exist_ok=True)
+    with DirLock(out):  # not while another run uses it
+        for entry in out.iterdir():
+            if entry.name in (MARKER, ".lock"):
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+        (out / MARKER).write_text("made by precfuzz smoke; the next smoke run with this --out empties it\n")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Fresh campaign, then the baseline verdict; exit 1 only on new signatures."""
+    """Fresh campaign, then the baseline verdict; exit 1 only on new bugs."""
     try:
         baseline = load_baseline(Path(args.baseline) if args.baseline else None)
-    except (OSError, ValueError) as exc:
-        return fail(f"cannot read baseline: {exc}")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return fail(f"cannot read baseline {args.baseline}: {exc}")
     out = Path(args.out)
-    if out.exists():
-        shutil.rmtree(out)
     try:
+        if args.junit:
+            writable_file(args.junit, "--junit")
+        if args.summary:
+            writable_file(args.summary, "--summary")
+        check_seeds(DEFAULT_SEEDS)
         cfg = config_from_args(args, out, args.seed, args.time, args.max_tests, DEFAULT_SEEDS)
+        fresh_out(out)  # only after every other option checked out
         campaign = Campaign(cfg)
-    except (UsageError, CampaignError) as exc:
+    except (UsageError, CampaignError, StoreError) as exc:
         return fail(str(exc))
+    except OSError as exc:
+        return fail(f"cannot prepare --out {out}: {exc.strerror or exc}")
     stop_on_signals(campaign)
     summary = campaign.run()
-    findings = campaign.store.load_findings()
-    verdict = compare(findings, baseline)
+    verdict = compare(campaign.store.load_bugs(), baseline)
     info = {"cases": summary.cases, "tests": summary.tests, "elapsed_s": summary.elapsed_s, "seed": cfg.seed,
             "stopped_by": summary.stopped_by}
     if summary.stopped_by == "time":
@@ -59,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
         Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
         Path(args.junit).write_text(junit(verdict, cfg.executors, summary.elapsed_s))
     print(md, file=sys.stderr)
-    print(json.dumps({"passed": verdict.passed, "new": [f["signature"] for f in verdict.new],
+    print(json.dumps({"passed": verdict.passed, "new": [b["key"] for b in verdict.new],
                       "known": len(verdict.known), "missing": len(verdict.missing), **info}))
     return EXIT_OK if verdict.passed else EXIT_FINDING

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import builtins
-import keyword
-from functools import lru_cache
 from typing import Any
 
+from ..identifiers import literal, reserved_names, sanitize, value_identifiers
 from ..ir import Graph, Node, infer, op_attrs
 
 TORCH_DTYPE = {
@@ -19,34 +17,21 @@ _UNARY = {"exp": "torch.exp", "log": "torch.log", "sqrt": "torch.sqrt", "rsqrt":
 _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
 
-def ident(name: str) -> str:
-    """A Python identifier for a value name that shadows nothing the rendered code or repro scripts use."""
-    out = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return out if out and not out[0].isdigit() and out not in reserved_names() else f"v_{out}"
+ident = sanitize  # one name at a time, not injective: render with value_identifiers(graph)
+__all__ = ["TORCH_DTYPE", "ident", "node_expr", "render_function", "reserved_names"]
 
 
-@lru_cache(maxsize=1)
-def reserved_names() -> frozenset[str]:
-    """Keywords, builtins, module aliases and every function a rendered graph or repro script defines or calls."""
-    from ..interpret import reference_helper_names
-
-    fixed = {"torch", "F", "math", "np", "tvm", "R", "relax", "bb", "ml_dtypes", "os", "sys", "graph", "inputs",
-             "device", "args", "outs", "rnd", "round_to", "rounded", "reference", "sliding_window_view", "Any",
-             "run_backend", "make_inputs", "main", "ulp", "bound_ratio", "torch_xla", "xm"}
-    return frozenset(fixed | set(keyword.kwlist) | set(dir(builtins)) | reference_helper_names())
-
-
-def _arg(operand: Any) -> str:
+def _arg(operand: Any, names: dict[str, str]) -> str:
     if operand is None:
         return "None"
     if isinstance(operand, str):
-        return ident(operand)
-    return repr(operand)
+        return names[operand]
+    return literal(operand)
 
 
-def node_expr(node: Node, scalar_operands: set[str]) -> str:
-    """The PyTorch expression for one node."""
-    a = [_arg(x) for x in node.inputs]
+def node_expr(node: Node, scalar_operands: set[str], names: dict[str, str]) -> str:
+    """The PyTorch expression for one node (`names`: value_identifiers of its graph)."""
+    a = [_arg(x, names) for x in node.inputs]
     attrs = op_attrs(node)
     op = node.op
     if op in _BINARY:
@@ -97,10 +82,11 @@ def node_expr(node: Node, scalar_operands: set[str]) -> str:
 def render_function(graph: Graph, name: str = "graph") -> str:
     """`def graph(<inputs>):` computing the outputs with torch ops, one line per node."""
     typed = infer(graph)
+    names = value_identifiers(graph)
     scalars = {k for k, v in typed.values.items() if v.kind == "scalar"}
-    lines = [f"def {name}({', '.join(ident(i.name) for i in graph.inputs)}):"]
+    lines = [f"def {name}({', '.join(names[i.name] for i in graph.inputs)}):"]
     for node in graph.nodes:
-        lines.append(f"    {ident(node.id)} = {node_expr(node, scalars)}")
-    outs = ", ".join(ident(o) for o in graph.outputs)
+        lines.append(f"    {names[node.id]} = {node_expr(node, scalars, names)}")
+    outs = ", ".join(names[o] for o in graph.outputs)
     lines.append(f"    return ({outs},)" if len(graph.outputs) == 1 else f"    return ({outs})")
     return "\n".join(lines) + "\n"

@@ -15,11 +15,7 @@ from ..dtypes import LOW_PRECISION, is_float
 from ..ir import Graph, Node, TypedGraph, infer, op_attrs
 from ..ops.linalg import conv_attrs
 from ..promotion import promote_types
-from .torch_render import ident
-
-_RESERVED = {"R", "T", "bb", "tvm", "np", "ml_dtypes", "outputs", "build_module", "compile_module", "run_module",
-             "run_backend", "apply_passes", "round_to", "PASSES", "PARAM_DTYPES", "TVM_DTYPES", "main", "inputs",
-             "math", "sys", "os"}
+from ..identifiers import reserved_names, value_identifiers
 _BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
 _UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
           "cos": "cos", "tanh": "tanh", "silu": "nn.silu"}
@@ -28,12 +24,6 @@ _REDUCE = {"sum": "sum", "mean": "mean"}
 # result is cast back to the node's dtype. Other reductions (sum, mean, norms) keep TVM's own accumulation.
 ACCUMULATING = ("conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm")
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
-
-
-def name_of(value: str) -> str:
-    """The Python identifier of a graph value inside build_module."""
-    out = ident(value)
-    return f"v_{out}" if out in _RESERVED else out
 
 
 def value_dtype(typed: TypedGraph, value: str) -> str:
@@ -49,21 +39,26 @@ def bridged(graph: Graph) -> list[str]:
 class _Lowering:
     """Renders nodes as BlockBuilder emits in A-normal form: every call gets its own binding (casts are shared)."""
 
-    def __init__(self, typed: TypedGraph, dtype_map: str | None = None) -> None:
+    def __init__(self, typed: TypedGraph, names: dict[str, str], dtype_map: str | None = None) -> None:
         self.typed = typed
+        self.names = names  # value_identifiers of the graph
         self.dtype_map = dtype_map
         self.lines: list[str] = []
-        self.used = {name_of(v) for v in typed.values}
+        self.used = set(names.values())
         self.casts: dict[tuple[str, str], str] = {}
 
     def dt(self, dtype: str) -> str:
         """A dtype as source: a literal, or a lookup in the dtype map (`T["float16"]`) the module is built with."""
         return f"{self.dtype_map}[{dtype!r}]" if self.dtype_map else repr(dtype)
 
+    def name_of(self, value: str) -> str:
+        """The Python identifier of a graph value inside build_module."""
+        return self.names[value]
+
     def fresh(self, hint: str) -> str:
         """An identifier not used yet."""
         name, k = hint, 1
-        while name in self.used or name in _RESERVED:
+        while name in self.used or name in reserved_names():
             k += 1
             name = f"{hint}_{k}"
         self.used.add(name)
@@ -80,11 +75,11 @@ class _Lowering:
         if not isinstance(operand, str):
             return f"R.const({float(operand) if is_float(dtype) else int(operand)!r}, {self.dt(dtype)})"
         if value_dtype(self.typed, operand) == dtype:
-            return name_of(operand)
+            return self.name_of(operand)
         key = (operand, dtype)
         if key not in self.casts:
-            self.casts[key] = self.emit(f"R.op.astype({name_of(operand)}, {self.dt(dtype)})",
-                                        f"{name_of(operand)}_{_SHORT[dtype]}")
+            self.casts[key] = self.emit(f"R.op.astype({self.name_of(operand)}, {self.dt(dtype)})",
+                                        f"{self.name_of(operand)}_{_SHORT[dtype]}")
         return self.casts[key]
 
     def param(self, operand: Any, shape: tuple[int, ...], dtype: str, fill: str, hint: str) -> str:
@@ -99,8 +94,8 @@ class _Lowering:
         out, compute = t.value.dtype, t.compute_dtype or t.value.dtype
         expr = self.expr(node, compute, op_attrs(node))
         if self.produced(node, compute) != out:
-            expr = f"R.op.astype({self.emit(expr, name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {self.dt(out)})"
-        self.lines.append(f"{name_of(node.id)} = bb.emit({expr}, {node.id!r})")
+            expr = f"R.op.astype({self.emit(expr, self.name_of(node.id) + '_' + _SHORT[self.produced(node, compute)])}, {self.dt(out)})"
+        self.lines.append(f"{self.name_of(node.id)} = bb.emit({expr}, {node.id!r})")
         lines, self.lines = self.lines, []
         return lines
 
@@ -122,7 +117,7 @@ class _Lowering:
         if op == "gelu":
             return f"R.op.nn.{'gelu_tanh' if attrs['approximate'] == 'tanh' else 'gelu'}({a(0)})"
         if op == "astype":
-            return f"R.op.astype({name_of(ins[0])}, {self.dt(dt)})"
+            return f"R.op.astype({self.name_of(ins[0])}, {self.dt(dt)})"
         if op in _REDUCE:
             return f"R.op.{_REDUCE[op]}({a(0)}, axis={_dims(attrs['dims'])}, keepdims={bool(attrs['keepdim'])})"
         if op == "var":
@@ -144,22 +139,22 @@ class _Lowering:
                 if ins[1] is not None:  # PyTorch computes with the weight in the promoted dtype (opmath)
                     dt = promote_types(value_dtype(self.typed, ins[0]), value_dtype(self.typed, ins[1]))
                     x = self.operand(ins[0], dt)
-                w = self.param(ins[1], shape, dt, "ones", f"{name_of(node.id)}_weight")
+                w = self.param(ins[1], shape, dt, "ones", f"{self.name_of(node.id)}_weight")
                 return f"R.op.nn.rms_norm({x}, {w}, axes={axes}, epsilon={eps!r})"
-            w = self.param(ins[1], shape, dt, "ones", f"{name_of(node.id)}_weight")
-            b = self.param(ins[2], shape, dt, "zeros", f"{name_of(node.id)}_bias")
+            w = self.param(ins[1], shape, dt, "ones", f"{self.name_of(node.id)}_weight")
+            b = self.param(ins[2], shape, dt, "zeros", f"{self.name_of(node.id)}_bias")
             return f"R.op.nn.layer_norm({x}, {w}, {b}, axes={axes}, epsilon={eps!r})"
         channels, spatial = (x_shape[1],), list(range(2, len(x_shape)))
         if op == "batch_norm":
-            w = self.param(ins[3], channels, dt, "ones", f"{name_of(node.id)}_weight")
-            b = self.param(ins[4], channels, dt, "zeros", f"{name_of(node.id)}_bias")
+            w = self.param(ins[3], channels, dt, "ones", f"{self.name_of(node.id)}_weight")
+            b = self.param(ins[4], channels, dt, "zeros", f"{self.name_of(node.id)}_bias")
             m, v = self.operand(ins[1], dt), self.operand(ins[2], dt)
             bn = self.emit(f"R.op.nn.batch_norm({x}, {w}, {b}, {m}, {v}, axis=1, epsilon={eps!r}, "
                            f"training={bool(attrs['training'])})",
-                           f"{name_of(node.id)}_bn")
+                           f"{self.name_of(node.id)}_bn")
             return f"R.TupleGetItem({bn}, 0)"
-        w = self.param(ins[1], channels, dt, "ones", f"{name_of(node.id)}_weight")
-        b = self.param(ins[2], channels, dt, "zeros", f"{name_of(node.id)}_bias")
+        w = self.param(ins[1], channels, dt, "ones", f"{self.name_of(node.id)}_weight")
+        b = self.param(ins[2], channels, dt, "zeros", f"{self.name_of(node.id)}_bias")
         if op == "group_norm":
             return (f"R.op.nn.group_norm({x}, {w}, {b}, num_groups={attrs['num_groups']}, channel_axis=1, "
                     f"axes={spatial}, epsilon={eps!r})")
@@ -183,8 +178,8 @@ class _Lowering:
                 f"dilation={list(dilation)}, groups={groups}{out_dtype})")
         if bias is None:
             return conv
-        conv = self.emit(conv, f"{name_of(node.id)}_conv")
-        shaped = self.emit(f"R.op.reshape({bias}, {[1, -1] + [1] * (len(x_shape) - 2)})", f"{name_of(node.id)}_bias")
+        conv = self.emit(conv, f"{self.name_of(node.id)}_conv")
+        shaped = self.emit(f"R.op.reshape({bias}, {[1, -1] + [1] * (len(x_shape) - 2)})", f"{self.name_of(node.id)}_bias")
         return f"R.op.add({conv}, {shaped})"
 
     def var(self, node: Node, dt: str, attrs: dict[str, Any], shape: tuple[int, ...]) -> str:
@@ -197,7 +192,7 @@ class _Lowering:
         count = 1
         for d in dims:
             count *= shape[d]
-        hint = name_of(node.id)
+        hint = self.name_of(node.id)
         mean = self.emit(f"R.op.mean({x}, axis={axis}, keepdims=True)", f"{hint}_mean")
         dev = self.emit(f"R.op.subtract({x}, {mean})", f"{hint}_dev")
         sq = self.emit(f"R.op.multiply({dev}, {dev})", f"{hint}_sq")
@@ -221,22 +216,24 @@ def render_module(graph: Graph, dtype_map: str | None = None) -> str:
     builds the graph in its declared dtypes, in float64 (the exact answer) or with float32 internals.
     """
     typed = infer(graph)
-    low = _Lowering(typed, dtype_map)
+    names = value_identifiers(graph)
+    low = _Lowering(typed, names, dtype_map)
     head = f"def build_module({dtype_map}):" if dtype_map else "def build_module():"
     lines = [head] + ([] if dtype_map else ['    """The graph as a Relax IRModule (explicit casts where PyTorch promotes)."""'])
     lines.append("    bb = R.BlockBuilder()")
     for inp in graph.inputs:
         dtype = typed.values[inp.name].dtype
-        lines.append(f"    {name_of(inp.name)} = R.Var({inp.name!r}, R.TensorType({list(inp.shape)!r}, {low.dt(dtype)}))")
-    params = ", ".join(name_of(i.name) for i in graph.inputs)
+        lines.append(f"    {names[inp.name]} = R.Var({inp.name!r}, R.TensorType({list(inp.shape)!r}, {low.dt(dtype)}))")
+    params = ", ".join(names[i.name] for i in graph.inputs)
     lines += [f"    with bb.function('main', [{params}]):", "        with bb.dataflow():"]
     for node in graph.nodes:
         breaks = typed.nodes[node.id].chain_break
         if breaks is not None:
-            lines.append(f"            # chain break bridged: {breaks.activation_dtype} activation cast to "
-                         f"the {breaks.param_dtype} parameters' dtype (PyTorch raises here)")
+            lines.append(f"            # chain break bridged: the {breaks.activation_dtype} activation and the "
+                         f"{breaks.param_dtype} parameters meet in {typed.nodes[node.id].compute_dtype} "
+                         "(PyTorch raises here)")
         lines += [f"            {line}" for line in low.lower(node)]
-    outs = ", ".join(name_of(o) for o in graph.outputs)
+    outs = ", ".join(names[o] for o in graph.outputs)
     lines += [f"            outputs = bb.emit_output(R.Tuple([{outs}]))", "        bb.emit_func_output(outputs)",
               "    return bb.get()"]
     return "\n".join(lines) + "\n"

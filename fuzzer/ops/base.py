@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
+from ..dtypes import DTYPES
 from ..promotion import Operand, promote_types
+
+ATTR_INT_LIMIT = 2**31 - 1  # ints in attributes (dims, strides, paddings, groups) stay far from int64 overflow
 
 
 class IRError(ValueError):
@@ -56,6 +60,43 @@ class Typed:
     compute_dtype: str | None = None  # dtype the ideal implementation computes in (inputs cast to it)
 
 
+@dataclass(frozen=True)
+class AttrType:
+    """What one attribute accepts; fuzzer.ir.infer checks every attribute against its op's types."""
+
+    what: str  # for the error message: "must be <what>"
+    accepts: Callable[[Any], bool]
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -ATTR_INT_LIMIT <= v <= ATTR_INT_LIMIT
+
+
+def _ints(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and all(_int(x) for x in v)
+
+
+def int_or_ints(least: int) -> AttrType:
+    """An int >= least, or a list of them."""
+    return AttrType(f"an int >= {least} or a list of them",
+                    lambda v: (_int(v) and v >= least) or (_ints(v) and all(x >= least for x in v)))
+
+
+def one_of(*values: Any) -> AttrType:
+    """One of a few strings."""
+    return AttrType("one of " + ", ".join(map(repr, values)), lambda v: isinstance(v, str) and v in values)
+
+
+INT = AttrType("an int", _int)
+POSITIVE_INT = AttrType("an int >= 1", lambda v: _int(v) and v >= 1)
+NONNEGATIVE_INT = AttrType("an int >= 0", lambda v: _int(v) and v >= 0)
+BOOL = AttrType("true or false", lambda v: isinstance(v, bool))
+EPS = AttrType("a finite number >= 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+               and math.isfinite(v) and v >= 0)
+DIMS = AttrType("null or a non-empty list of ints", lambda v: v is None or (_ints(v) and len(v) > 0))
+SHAPE = AttrType("a non-empty list of ints >= 1", lambda v: _ints(v) and len(v) > 0 and all(x >= 1 for x in v))
+DTYPE = one_of(*DTYPES)
+
 InferFn = Callable[[list["ValueInfo | None"], dict[str, Any]], Typed]
 RefFn = Callable[..., np.ndarray]  # fn(*operands, **attrs) in float64; pasted into repro scripts
 
@@ -72,6 +113,7 @@ class OpSpec:
     reference: RefFn
     params: tuple[int, ...] = ()  # operand slots holding parameters (weights, biases, running stats)
     scalars_ok: bool = False  # accepts Python scalars
+    attr_types: dict[str, AttrType] = field(default_factory=dict)  # what each attribute accepts (one per attr)
     doc: str = ""
     tags: tuple[str, ...] = field(default=())
 

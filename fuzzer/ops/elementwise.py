@@ -9,7 +9,7 @@ import numpy as np
 
 from ..dtypes import check_dtype
 from ..promotion import float_result, result_type
-from .base import IRError, OpSpec, Typed, ValueInfo, broadcast_shapes, require_float, tensor
+from .base import DTYPE, IRError, OpSpec, Typed, ValueInfo, broadcast_shapes, one_of, require_float, tensor
 
 
 def _binary(true_div: bool = False):
@@ -164,7 +164,8 @@ OPS: list[OpSpec] = [
     OpSpec("sin", "elementwise", ("a",), {}, _unary(), sin, scalars_ok=True),
     OpSpec("cos", "elementwise", ("a",), {}, _unary(), cos, scalars_ok=True),
     OpSpec("tanh", "elementwise", ("a",), {}, _unary(tensor_only=True), tanh),
-    OpSpec("gelu", "activation", ("a",), {"approximate": "none"}, _infer_activation, gelu),
+    OpSpec("gelu", "activation", ("a",), {"approximate": "none"}, _infer_activation, gelu,
+           attr_types={"approximate": one_of("none", "tanh")}),
     OpSpec("silu", "activation", ("a",), {}, _infer_activation, silu),
-    OpSpec("astype", "cast", ("a",), {"dtype": None}, _infer_astype, astype),
+    OpSpec("astype", "cast", ("a",), {"dtype": None}, _infer_astype, astype, attr_types={"dtype": DTYPE}),
 ]

@@ -8,7 +8,8 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from ..promotion import promote_types
-from .base import ChainBreak, IRError, OpSpec, Typed, ValueInfo, param_dtype_rule, require_float, tensor
+from .base import (POSITIVE_INT, ChainBreak, IRError, OpSpec, Typed, ValueInfo, int_or_ints, param_dtype_rule,
+                   require_float, tensor)
 
 
 def _tuple(value: Any, nd: int, what: str) -> tuple[int, ...]:
@@ -128,11 +129,15 @@ def matmul(a, b, **_: Any) -> np.ndarray:
 
 
 _CONV_ATTRS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1}
+_CONV_TYPES = {"stride": int_or_ints(1), "padding": int_or_ints(0), "dilation": int_or_ints(1), "groups": POSITIVE_INT}
 
 OPS: list[OpSpec] = [
-    OpSpec("conv1d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(1), conv, params=(1, 2)),
-    OpSpec("conv2d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(2), conv, params=(1, 2)),
-    OpSpec("conv3d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(3), conv, params=(1, 2)),
+    OpSpec("conv1d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(1), conv, params=(1, 2),
+           attr_types=_CONV_TYPES),
+    OpSpec("conv2d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(2), conv, params=(1, 2),
+           attr_types=_CONV_TYPES),
+    OpSpec("conv3d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(3), conv, params=(1, 2),
+           attr_types=_CONV_TYPES),
     OpSpec("linear", "linear", ("x", "weight", "bias?"), {}, _infer_linear, linear, params=(1, 2)),
     OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul),
     OpSpec("bmm", "matmul", ("a", "b"), {}, _infer_matmul(True), matmul),

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import LOW_PRECISION
-from .base import IRError, OpSpec, Typed, ValueInfo, acc_mean, param_dtype_rule, require_float, tensor
+from .base import (BOOL, EPS, POSITIVE_INT, SHAPE, IRError, OpSpec, Typed, ValueInfo, acc_mean, param_dtype_rule, require_float,
+                   tensor)
 
 
 def _eps(attrs: dict[str, Any]) -> float:
@@ -90,8 +91,6 @@ def _infer_group_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typ
 def _infer_batch_norm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     x = _tensor_input(ops[0], 2)
     _eps(attrs)
-    if not isinstance(attrs.get("training", False), bool):
-        raise IRError(f"training must be true or false, got {attrs.get('training')!r}")
     if attrs.get("training") and int(np.prod((x.shape[0],) + x.shape[2:])) == 1:  # PyTorch's _verify_batch_size
         raise IRError(f"training batch_norm needs more than 1 value per channel, got shape {list(x.shape)}")
     params = _channel_params(ops[1:], x.shape[1], ("running_mean", "running_var", "weight", "bias"))
@@ -175,14 +174,14 @@ def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
 
 OPS: list[OpSpec] = [
     OpSpec("layer_norm", "norm", ("x", "weight?", "bias?"), {"normalized_shape": None, "eps": 1e-5},
-           _infer_layer_norm, layer_norm, params=(1, 2)),
+           _infer_layer_norm, layer_norm, params=(1, 2), attr_types={"normalized_shape": SHAPE, "eps": EPS}),
     OpSpec("rms_norm", "norm", ("x", "weight?"), {"normalized_shape": None, "eps": 1e-6},
-           _infer_rms_norm, rms_norm, params=(1,)),
+           _infer_rms_norm, rms_norm, params=(1,), attr_types={"normalized_shape": SHAPE, "eps": EPS}),
     OpSpec("group_norm", "norm", ("x", "weight?", "bias?"), {"num_groups": 1, "eps": 1e-5},
-           _infer_group_norm, group_norm, params=(1, 2)),
+           _infer_group_norm, group_norm, params=(1, 2), attr_types={"num_groups": POSITIVE_INT, "eps": EPS}),
     OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5, "training": False},
-           _infer_batch_norm, batch_norm, params=(1, 2, 3, 4)),
+           _infer_batch_norm, batch_norm, params=(1, 2, 3, 4), attr_types={"eps": EPS, "training": BOOL}),
     OpSpec("instance_norm", "norm", ("x", "weight?", "bias?"), {"eps": 1e-5},
-           _infer_instance_norm, instance_norm, params=(1, 2)),
+           _infer_instance_norm, instance_norm, params=(1, 2), attr_types={"eps": EPS}),
 ]
 

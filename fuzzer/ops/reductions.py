@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_float
-from .base import IRError, OpSpec, Typed, ValueInfo, acc_mean, acc_sum, norm_dim, require_float, tensor
+from .base import (BOOL, DIMS, INT, NONNEGATIVE_INT, IRError, OpSpec, Typed, ValueInfo, acc_mean, acc_sum, norm_dim,
+                   require_float, tensor)
 
 
 def _dims(a: ValueInfo, attrs: dict[str, Any]) -> tuple[int, ...]:
@@ -18,6 +19,8 @@ def _dims(a: ValueInfo, attrs: dict[str, Any]) -> tuple[int, ...]:
     if not isinstance(dims, (list, tuple)) or not dims:
         raise IRError(f"dims must be a non-empty list or null, got {dims!r}")
     out = tuple(sorted({norm_dim(int(d), rank) for d in dims}))
+    if len(out) != len(dims):
+        raise IRError(f"dims {list(dims)} name a dim twice (PyTorch raises)")
     return out
 
 
@@ -88,10 +91,15 @@ def log_softmax(a, dim=-1, **_: Any) -> np.ndarray:
         return a - m - np.log(acc_sum(np.exp(a - m), dim, keepdims=True))
 
 
+_REDUCE_TYPES = {"dims": DIMS, "keepdim": BOOL}
+
 OPS: list[OpSpec] = [
-    OpSpec("sum", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("sum"), sum),
-    OpSpec("mean", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("mean"), mean),
-    OpSpec("var", "reduction", ("a",), {"dims": None, "keepdim": False, "correction": 1}, _infer_reduce("var"), var),
-    OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax),
-    OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax),
+    OpSpec("sum", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("sum"), sum,
+           attr_types=_REDUCE_TYPES),
+    OpSpec("mean", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("mean"), mean,
+           attr_types=_REDUCE_TYPES),
+    OpSpec("var", "reduction", ("a",), {"dims": None, "keepdim": False, "correction": 1}, _infer_reduce("var"), var,
+           attr_types={**_REDUCE_TYPES, "correction": NONNEGATIVE_INT}),
+    OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, attr_types={"dim": INT}),
+    OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax, attr_types={"dim": INT}),
 ]

@@ -1,0 +1,346 @@
+"""Hostile inputs (issue 11): every bad case file, option or path is one line on stderr and exit 2, never a
+traceback, and changes no file. Each case runs `precfuzz` in-process from an empty working directory."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from fuzzer.cli import main
+from fuzzer.ir import case_to_json, save_case
+from op_examples import example
+
+Mutate = Callable[[dict[str, Any]], Any]
+
+
+class Document(list):
+    """Returned by a mutation that replaces the whole JSON document."""
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path under root with its size and modification time."""
+    return {str(p.relative_to(root)): (p.lstat().st_size, p.lstat().st_mtime_ns) for p in root.rglob("*")}
+
+
+def cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run precfuzz in-process; (status, stdout, stderr)."""
+    capsys.readouterr()
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_refused(status: int, err: str, needle: str = "") -> None:
+    """Exit 2 with exactly one line `precfuzz: error: ...` (holding needle) and no traceback."""
+    lines = err.strip().splitlines()
+    assert status == 2, err
+    assert len(lines) == 1 and lines[0].startswith("precfuzz: error: "), err
+    assert "Traceback" not in err
+    assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.fixture()
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory (files a command wrongly creates land here and are caught)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ---------------------------------------------------------------- case files
+
+
+def node(b: dict[str, Any]) -> dict[str, Any]:
+    return b["nodes"][0]
+
+
+def inp(b: dict[str, Any], k: int = 0) -> dict[str, Any]:
+    return b["inputs"][k]
+
+
+def attrs(**kw: Any) -> Mutate:
+    return lambda b: node(b)["attrs"].update(kw)
+
+
+def init(**kw: Any) -> Mutate:
+    return lambda b: inp(b).update(init=kw)
+
+
+def literal(value: Any) -> Mutate:
+    return lambda b: node(b).update(inputs=["x", value])
+
+
+def deep(levels: int) -> Mutate:
+    def mutate(b: dict[str, Any]) -> None:
+        value: Any = 1.0
+        for _ in range(levels):
+            value = [value]
+        inp(b)["init"] = {"values": value}
+    return mutate
+
+
+# (id, op of the base example, mutation of its JSON, needle in the error line)
+CASE_FILES: list[tuple[str, str, Mutate, str]] = [
+    ("normalized-shape-string", "layer_norm", attrs(normalized_shape="8"), "'normalized_shape' must be"),
+    ("normalized-shape-letters", "layer_norm", attrs(normalized_shape="abc"), "'normalized_shape' must be"),
+    ("normalized-shape-empty", "layer_norm", attrs(normalized_shape=[]), "'normalized_shape' must be"),
+    ("normalized-shape-bools", "layer_norm", attrs(normalized_shape=[True]), "'normalized_shape' must be"),
+    ("normalized-shape-null", "layer_norm", lambda b: node(b)["attrs"].pop("normalized_shape"), "normalized_shape"),
+    ("dim-string", "softmax", attrs(dim="1"), "'dim' must be an int"),
+    ("dim-float", "softmax", attrs(dim=1.0), "'dim' must be an int"),
+    ("dim-huge", "softmax", attrs(dim=10**30), "'dim' must be an int"),
+    ("stride-float", "conv2d", attrs(stride=1.5), "'stride' must be"),
+    ("stride-mixed-list", "conv2d", attrs(stride=[1, "a"]), "'stride' must be"),
+    ("stride-zero", "conv2d", attrs(stride=0), "'stride' must be"),
+    ("padding-negative", "conv2d", attrs(padding=-1), "'padding' must be"),
+    ("padding-huge", "conv1d", attrs(padding=10**9), "elements"),
+    ("groups-zero", "conv2d", attrs(groups=0), "'groups' must be"),
+    ("dilation-bool", "conv2d", attrs(dilation=True), "'dilation' must be"),
+    ("keepdim-string", "mean", attrs(keepdim="false"), "'keepdim' must be true or false"),
+    ("dims-string", "sum", attrs(dims="0"), "'dims' must be"),
+    ("dims-repeated", "sum", attrs(dims=[0, -3]), "twice"),
+    ("dims-float", "sum", attrs(dims=[1.0]), "'dims' must be"),
+    ("eps-nan", "layer_norm", attrs(eps=float("nan")), "'eps' must be a finite number"),
+    ("eps-infinity", "layer_norm", attrs(eps=float("inf")), "'eps' must be a finite number"),
+    ("eps-negative", "batch_norm", attrs(eps=-1.0), "'eps' must be"),
+    ("eps-string", "group_norm", attrs(eps="1e-5"), "'eps' must be"),
+    ("num-groups-float", "group_norm", attrs(num_groups=2.0), "'num_groups' must be"),
+    ("correction-negative", "var", attrs(correction=-1), "'correction' must be"),
+    ("approximate-unknown", "gelu", attrs(approximate="fast"), "'approximate' must be"),
+    ("astype-dtype-unknown", "astype", attrs(dtype="float8"), "'dtype' must be"),
+    ("astype-dtype-null", "astype", attrs(dtype=None), "'dtype' must be"),
+    ("unknown-attribute-newline", "add", attrs(**{"a\nb": 1}), "unknown attribute"),
+    ("literal-nan", "mul", literal(float("nan")), "must be a finite float"),
+    ("literal-infinity", "add", literal(float("inf")), "must be a finite float"),
+    ("literal-minus-infinity", "sub", literal(float("-inf")), "must be a finite float"),
+    ("literal-huge-int", "add", literal(10**30), "literal operand"),
+    ("literal-bool", "add", literal(True), "neither a value name"),
+    ("literal-object", "add", literal({"a": 1}), "neither a value name"),
+    ("seed-negative", "add", init(dist="normal", seed=-1), "seed must be"),
+    ("seed-float", "add", init(dist="normal", seed=1.5), "seed must be"),
+    ("seed-bool", "add", init(dist="normal", seed=True), "seed must be"),
+    ("seed-huge", "add", init(dist="normal", seed=2**70), "seed must be"),
+    ("std-negative", "add", init(dist="normal", std=-1.0), "std must be >= 0"),
+    ("std-negative-zero", "add", init(dist="normal", std=-0.0), "std must be >= 0"),
+    ("param-huge-int", "add", init(dist="linspace", start=10**30), "finite number"),
+    ("offset-std-negative", "add", init(dist="offset", std=-0.5), "std must be >= 0"),
+    ("randint-empty-range", "add", init(dist="randint", low=5, high=5), "low must be < high"),
+    ("randint-fraction", "add", init(dist="randint", low=0.5, high=3), "integers"),
+    ("uniform-overflowing-range", "add", init(dist="uniform", low=-1e308, high=1e308), "finite"),
+    ("uniform-reversed", "add", init(dist="uniform", low=1.0, high=-1.0), ">= 0"),
+    ("loguniform-reversed", "add", init(dist="loguniform", lo=3.0, hi=-3.0), ">= 0"),
+    ("param-nan", "add", init(dist="constant", value=float("nan")), "finite number"),
+    ("param-string", "add", init(dist="normal", mean="0"), "finite number"),
+    ("param-unknown", "add", init(dist="normal", sigma=1.0), "no parameter 'sigma'"),
+    ("distribution-unknown", "add", init(dist="cauchy"), "unknown distribution"),
+    ("distribution-not-string", "add", init(dist=["normal"]), "unknown distribution"),
+    ("inline-wrong-shape", "add", lambda b: inp(b).update(init={"values": [1.0, 2.0, 3.0]}), "do not fit shape"),
+    ("inline-ragged", "add", lambda b: inp(b).update(init={"values": [[1.0], [1.0, 2.0]]}), "regular nested list"),
+    ("inline-objects", "add", lambda b: inp(b).update(init={"values": [{}]}), "regular nested list"),
+    ("inline-nan", "add", lambda b: inp(b).update(init={"values": float("nan")}), "finite"),
+    ("inline-deep", "add", deep(40), "nested deeper"),
+    ("override-wrong-shape", "add", lambda b: b.update(input_sets=[{}, {"x": {"values": [[1.0, 2.0]]}}]), "input set 1"),
+    ("override-unknown-input", "add", lambda b: b.update(input_sets=[{"nope": {"dist": "normal"}}]), "no input named"),
+    ("input-sets-not-list", "add", lambda b: b.update(input_sets={"x": 1}), "input_sets must be a list"),
+    ("input-sets-too-many", "add", lambda b: b.update(input_sets=[{}] * 1000), "at most"),
+    ("shape-30000-square", "add", lambda b: inp(b).update(shape=[30000, 30000]), "elements"),
+    ("shape-100000-square", "add", lambda b: inp(b).update(shape=[100000, 100000]), "elements"),
+    ("shape-total-over-cap", "add", lambda b: [i.update(shape=[8000, 8000]) for i in b["inputs"]], "cap"),
+    ("shape-huge-int", "add", lambda b: inp(b).update(shape=[10**30]), "shape must be"),
+    ("shape-zero", "add", lambda b: inp(b).update(shape=[0, 3]), "shape must be"),
+    ("shape-rank-20", "add", lambda b: inp(b).update(shape=[1] * 20), "shape must be"),
+    ("shape-string", "add", lambda b: inp(b).update(shape="2,3"), "wrong type"),
+    ("attrs-list", "add", lambda b: node(b).update(attrs=[1, 2]), "attrs must be an object"),
+    ("attrs-string", "add", lambda b: node(b).update(attrs="ab"), "attrs must be an object"),
+    ("outputs-nested", "add", lambda b: b.update(outputs=[[1]]), "outputs must be value names"),
+    ("outputs-empty", "add", lambda b: b.update(outputs=[]), "no outputs"),
+    ("meta-number", "add", lambda b: b.update(meta=5), "meta must be an object"),
+    ("node-id-empty", "add", lambda b: node(b).update(id="") or b.update(outputs=[""]), "non-empty string"),
+    ("name-1000-chars", "add", lambda b: inp(b).update(name="x" * 1000), "at most 256"),
+    ("name-lone-surrogate", "add", lambda b: node(b).update(id="\ud800") or b.update(outputs=["\ud800"]), "surrogate"),
+    ("name-duplicate", "add", lambda b: inp(b, 1).update(name="x"), "duplicate name"),
+    ("op-unknown-newline", "add", lambda b: node(b).update(op="exp\nimport os"), "unknown op"),
+    ("format-unknown", "add", lambda b: b.update(format="precfuzz-graph/99"), "unsupported format"),
+    ("top-level-list", "add", lambda b: Document([b]), "expected a JSON object"),
+    ("too-many-nodes", "add", lambda b: b.update(nodes=[node(b)] * 5000), "at most"),
+]
+
+
+@pytest.mark.parametrize("name, op, mutate, needle", CASE_FILES, ids=[c[0] for c in CASE_FILES])
+def test_bad_case_file_is_one_line_exit_2(name: str, op: str, mutate: Mutate, needle: str, workdir: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    body = case_to_json(example(op))
+    replaced = mutate(body)
+    doc = list(replaced) if isinstance(replaced, Document) else body
+    path = workdir / "case.json"
+    path.write_text(json.dumps(doc))
+    before = tree(workdir)
+    status, _, err = cli(["check", str(path), "--executors", "debug/faults"], capsys)
+    assert_refused(status, err, needle)
+    assert tree(workdir) == before
+
+
+RAW_FILES: list[tuple[str, Callable[[Path], str], str]] = [
+    ("nesting-100k", lambda d: _write(d, "[" * 100_000 + "]" * 100_000), "nested deeper"),
+    ("integer-5000-digits", lambda d: _write(d, '{"inputs": [], "x": ' + "9" * 5000 + "}"), "malformed JSON"),
+    ("not-utf8", lambda d: _write_bytes(d, b'{"inputs": "\xff\xfe"}'), "not UTF-8"),
+    ("utf16-bom", lambda d: _write_bytes(d, '{"inputs": []}'.encode("utf-16")), "not UTF-8"),
+    ("truncated", lambda d: _write(d, json.dumps(case_to_json(example("add")))[:-7]), "malformed JSON"),
+    ("trailing-garbage", lambda d: _write(d, json.dumps(case_to_json(example("add"))) + " ]"), "malformed JSON"),
+    ("empty-file", lambda d: _write(d, ""), "malformed JSON"),
+    ("nul-bytes", lambda d: _write_bytes(d, b"\0" * 64), "malformed JSON"),
+    ("too-large", lambda d: _write(d, " " * (64 * 2**20 + 10)), "larger than"),
+    ("dev-zero", lambda d: "/dev/zero", "larger than"),
+    ("directory", lambda d: str(d), "is a directory"),
+    ("missing", lambda d: str(d / "nope.json"), "cannot read"),
+]
+
+
+def _write(d: Path, text: str) -> str:
+    (d / "raw.json").write_text(text)
+    return str(d / "raw.json")
+
+
+def _write_bytes(d: Path, data: bytes) -> str:
+    (d / "raw.json").write_bytes(data)
+    return str(d / "raw.json")
+
+
+@pytest.mark.parametrize("name, make, needle", RAW_FILES, ids=[c[0] for c in RAW_FILES])
+def test_unreadable_case_file_is_one_line_exit_2(name: str, make: Callable[[Path], str], needle: str, workdir: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    path = make(workdir)
+    before = tree(workdir)
+    status, _, err = cli(["check", path, "--executors", "debug/faults"], capsys)
+    assert_refused(status, err, needle)
+    assert tree(workdir) == before
+
+
+# ---------------------------------------------------------------- options and paths
+
+RUN = ["run", "--out", "camp", "--executors", "debug/faults", "--no-seeds", "--max-tests", "1", "--no-minimize"]
+
+# (id, argv with CASE / FILE / DIR placeholders, needle); the files named by placeholders exist beforehand
+OPTIONS: list[tuple[str, list[str], str]] = [
+    ("run-timeout-zero", RUN + ["--timeout", "0"], "--timeout"),
+    ("run-timeout-negative", RUN + ["--timeout", "-5"], "--timeout"),
+    ("run-timeout-tiny", RUN + ["--timeout", "1e-9"], "--timeout"),
+    ("run-timeout-nan", RUN + ["--timeout", "nan"], "--timeout"),
+    ("run-time-nan", RUN + ["--time", "nan"], "--time"),
+    ("run-time-inf", RUN + ["--time", "inf"], "--time"),
+    ("run-time-zero", RUN + ["--time", "0"], "--time"),
+    ("run-max-tests-negative", RUN[:-3] + ["--max-tests", "-1", "--no-minimize"], "--max-tests"),
+    ("run-max-tests-zero", RUN[:-3] + ["--max-tests", "0", "--no-minimize"], "--max-tests"),
+    ("run-workers-zero", RUN + ["--workers", "0"], "--workers"),
+    ("run-workers-huge", RUN + ["--workers", "100000"], "--workers"),
+    ("run-seed-negative", RUN + ["--seed", "-1"], "--seed"),
+    ("run-seed-text", RUN + ["--seed", "abc"], "--seed"),
+    ("run-minimize-budget-nan", RUN + ["--minimize-budget", "nan"], "--minimize-budget"),
+    ("run-executor-unknown", ["run", "--out", "camp", "--executors", "nope", "--max-tests", "1"], "unknown executor"),
+    ("run-executors-commas", ["run", "--out", "camp", "--executors", ",", "--max-tests", "1"], "no executor named"),
+    ("run-out-is-file", ["run", "--out", "FILE", "--executors", "debug/faults", "--no-seeds", "--max-tests", "1"],
+     "not a directory"),
+    ("run-out-under-file", ["run", "--out", "FILE/sub", "--executors", "debug/faults", "--no-seeds", "--max-tests", "1"],
+     "not a directory"),
+    ("run-seeds-dir-missing", ["run", "--out", "camp", "--executors", "debug/faults", "--seeds-dir", "nope",
+                               "--max-tests", "1"], "not a directory"),
+    ("run-seeds-dir-bad-case", ["run", "--out", "camp", "--executors", "debug/faults", "--seeds-dir", "BADSEEDS",
+                                "--max-tests", "1"], "bad.json"),
+    ("check-timeout-zero", ["check", "CASE", "--timeout", "0"], "--timeout"),
+    ("check-executors-oracle-only", ["check", "CASE", "--executors", "reference"], "no available executor"),
+    ("export-executor-wildcard", ["export", "CASE", "--executor", "torch/*", "--out", "r.py"], "one executor"),
+    ("export-executor-empty", ["export", "CASE", "--executor", "", "--out", "r.py"], "one executor"),
+    ("export-set-negative", ["export", "CASE", "--executor", "debug/faults", "--out", "r.py", "--set", "-1"], "--set"),
+    ("export-set-out-of-range", ["export", "CASE", "--executor", "torch/eager", "--out", "r.py", "--set", "9"],
+     "out of range"),
+    ("export-out-directory", ["export", "CASE", "--executor", "torch/eager", "--out", "DIR", "--set", "0"],
+     "is a directory"),
+    ("export-out-under-file", ["export", "CASE", "--executor", "torch/eager", "--out", "FILE/r.py", "--set", "0"],
+     "not a directory"),
+    ("export-out-overwrites-case", ["export", "CASE", "--executor", "torch/eager", "--out", "CASE", "--set", "0"],
+     "overwrite"),
+    ("export-report-under-file", ["export", "CASE", "--executor", "torch/eager", "--out", "r.py", "--set", "0",
+                                  "--report", "FILE/r.md"], "not a directory"),
+    ("export-missing-out", ["export", "CASE", "--executor", "torch/eager"], "--out"),
+    ("export-report-same-as-out", ["export", "CASE", "--executor", "torch/eager", "--out", "r.py", "--set", "0",
+                                   "--report", "r.py"], "would overwrite"),
+    ("generate-count-negative", ["generate", "--count", "-1", "--out", "gen"], "--count"),
+    ("generate-count-text", ["generate", "--count", "ten", "--out", "gen"], "--count"),
+    ("generate-start-negative", ["generate", "--count", "1", "--start", "-3", "--out", "gen"], "--start"),
+    ("generate-out-is-file", ["generate", "--count", "1", "--out", "FILE"], "not a directory"),
+    ("generate-family-unknown", ["generate", "--count", "1", "--out", "gen", "--families", "nope"], "unknown family"),
+    ("minimize-max-seconds-zero", ["minimize", "CASE", "--max-seconds", "0"], "--max-seconds"),
+    ("minimize-max-checks-zero", ["minimize", "CASE", "--max-checks", "0"], "--max-checks"),
+    ("minimize-timeout-negative", ["minimize", "CASE", "--timeout", "-1"], "--timeout"),
+    ("minimize-out-under-file", ["minimize", "CASE", "--out", "FILE/m.json", "--executors", "debug/faults"],
+     "not a directory"),
+    ("minimize-signature-garbage", ["minimize", "CASE", "--signature", "garbage"], ""),
+    ("smoke-workers-zero-keeps-dir", ["smoke", "--out", "DIR", "--workers", "0"], "--workers"),
+    ("smoke-out-not-empty", ["smoke", "--out", "DIR", "--executors", "debug/faults", "--max-tests", "1"],
+     "not empty"),
+    ("smoke-out-is-file", ["smoke", "--out", "FILE", "--executors", "debug/faults", "--max-tests", "1"],
+     "not a directory"),
+    ("smoke-baseline-garbage", ["smoke", "--out", "fresh", "--baseline", "FILE", "--max-tests", "1"], "baseline"),
+    ("smoke-junit-under-file", ["smoke", "--out", "fresh", "--junit", "FILE/j.xml", "--executors", "debug/faults",
+                                "--max-tests", "1"], "not a directory"),
+    ("smoke-max-tests-zero", ["smoke", "--out", "fresh", "--max-tests", "0"], "--max-tests"),
+    ("smoke-baseline-dev-zero", ["smoke", "--out", "fresh", "--baseline", "/dev/zero", "--max-tests", "1"], "larger than"),
+    ("smoke-baseline-directory", ["smoke", "--out", "fresh", "--baseline", "DIR", "--max-tests", "1"], "baseline"),
+    ("report-not-a-campaign", ["report", "DIR"], "not a campaign directory"),
+    ("report-file", ["report", "FILE"], "not a campaign directory"),
+    ("command-unknown", ["frobnicate"], "invalid choice"),
+    ("option-unknown", ["check", "CASE", "--bogus"], "unrecognized arguments"),
+    ("no-command", [], "required"),
+]
+
+
+@pytest.mark.parametrize("name, argv, needle", OPTIONS, ids=[c[0] for c in OPTIONS])
+def test_bad_option_or_path_is_one_line_exit_2(name: str, argv: list[str], needle: str, workdir: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    save_case(example("add"), workdir / "case.json")
+    (workdir / "file.txt").write_text("precious, and not JSON\n")
+    (workdir / "dir").mkdir()
+    (workdir / "dir" / "keep.txt").write_text("precious\n")
+    (workdir / "badseeds").mkdir()
+    (workdir / "badseeds" / "bad.json").write_text("{nope")
+    subst = {"CASE": "case.json", "FILE": "file.txt", "DIR": "dir", "BADSEEDS": "badseeds"}
+    argv = [subst.get(a, a.replace("FILE/", "file.txt/")) for a in argv]
+    before = tree(workdir)
+    status, _, err = cli(argv, capsys)
+    assert_refused(status, err, needle)
+    assert tree(workdir) == before
+
+
+def test_every_documented_hostile_input_is_in_the_corpus() -> None:
+    assert len(CASE_FILES) + len(RAW_FILES) + len(OPTIONS) >= 60
+    ids = [c[0] for c in CASE_FILES] + [c[0] for c in RAW_FILES] + [c[0] for c in OPTIONS]
+    assert len(ids) == len(set(ids))
+
+
+def test_internal_error_is_one_line_with_the_traceback_in_a_file(workdir: Path, capsys, monkeypatch) -> None:
+    from fuzzer.commands import executors
+
+    def boom(args: Any) -> int:
+        raise RuntimeError("simulated\nbug")
+
+    monkeypatch.setattr(executors, "run", boom)
+    monkeypatch.delenv("PRECFUZZ_DEBUG", raising=False)
+    status, _, err = cli(["executors"], capsys)
+    (line,) = err.strip().splitlines()
+    assert status == 3 and line.startswith("precfuzz: internal error: RuntimeError: simulated\\nbug")
+    path = Path(line.rsplit("traceback in ", 1)[1].rstrip(")"))
+    assert "simulated" in path.read_text()
+    os.unlink(path)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; (sleep 1; {sys.executable} -m fuzzer.cli executors) | true"],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert proc.stderr == "" and proc.returncode == 141
