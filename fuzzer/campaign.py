@@ -34,6 +34,7 @@ from .progress import Progress, Snapshot
 from .store import CampaignStore, StoreError
 
 STATE_VERSION = 1
+INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 
 
 class CampaignError(Exception):
@@ -103,7 +104,7 @@ class Campaign:
             raise CampaignError(str(exc)) from None
         self.progress = progress or Progress(interval_s=config.progress_interval_s)
         self.generate = config.generate or _default_generate
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # re-entrant: budget checks count the backlog while a case is claimed
         self.stop = threading.Event()
         self.dirty = False
         self.records: dict[str, dict[str, Any]] = {}
@@ -116,6 +117,7 @@ class Campaign:
         self.backend_s: Counter[str] = Counter()
         self.tests_by_executor: Counter[str] = Counter()
         self.new_findings = 0
+        self.internal_errors = 0
         try:
             self._load()
         except BaseException as exc:
@@ -185,6 +187,12 @@ class Campaign:
             return "stopped"
         if self.cfg.time_s is not None and time.monotonic() - self.t_start >= self.cfg.time_s:
             return "time"
+        if self.cfg.time_s is not None and self.cfg.minimize and not self.cfg.max_tests:
+            # leave the end of the run to minimizing the backend bugs already found: each is worth more than
+            # more cases (measured minimization time per bug, 30 s until one is measured)
+            left = self.cfg.time_s - (time.monotonic() - self.t_start)
+            if left < self.backlog() * (self.minimize_s_mean() + 5.0):
+                return "time (minimizing the bugs found)"
         if self.cfg.max_tests is not None and self.state["tests"] + self.reserved >= self.cfg.max_tests:
             return "max-tests"
         return None
@@ -220,8 +228,24 @@ class Campaign:
             self.dirty = True
             return (kind, item, case, tests)
 
-    def _items(self) -> Iterator[tuple[str, Any, Case, int]]:
+    def minimize_s_mean(self) -> float:
+        """Mean seconds a bug's minimization (and confirmation) took in this run; 30 until one is measured."""
+        with self.lock:
+            done = [float(b.extra["minimize_s"]) for b in self.book.live() if "minimize_s" in b.extra]
+        return sum(done) / len(done) if done else 30.0
+
+    def backlog(self) -> int:
+        """Backend bugs found but not yet minimized (the minimizer lane's queue)."""
+        with self.lock:
+            return sum(1 for b in self.book.live() if b.kind == "backend-bug" and not b.extra.get("minimize_tried"))
+
+    def _items(self, lane: int = 0) -> Iterator[tuple[str, Any, Case, int]]:
+        """Cases for one lane. Lanes after the first yield their core to the minimizer while backend bugs wait
+        for it: a new bug is worth more than more cases that mostly find known ones."""
         while True:
+            while (lane > 0 and self.cfg.minimize and self.backlog() and not self.stop.is_set()
+                   and self._budget_left() is None):
+                time.sleep(0.5)
             item = self._next_item()
             if item is None:
                 return
@@ -237,9 +261,12 @@ class Campaign:
             checker = Checker(pool)
             rows: list[dict[str, Any]] = []
             last_rows = time.monotonic()
-            for kind, item, case, reserved in self._items():
+            for kind, item, case, reserved in self._items(lane):
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
-                result = checker.check(case)
+                try:
+                    result = checker.check(case)
+                except Exception as exc:  # noqa: BLE001 - precfuzz's own bug on one case must not end the campaign
+                    result = self._internal_error(label, case, exc)
                 rows += self._rows(result, label)
                 keys = case_keys(result.findings, result.outcomes)
                 for finding in result.findings:
@@ -263,6 +290,19 @@ class Campaign:
                     self.store.append_runs(rows)
                     rows, last_rows = [], time.monotonic()
             self.store.append_runs(rows)
+
+    def _internal_error(self, label: str, case: Case, exc: Exception) -> CheckResult:
+        """Keep a record of precfuzz failing on a case (internal-errors.jsonl) and go on as if it found nothing."""
+        import traceback
+
+        rec = {"item": label, "case_id": case.id, "error": f"{type(exc).__name__}: {exc}",
+               "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+               "t": round(self.elapsed(), 3)}
+        self.store.append_record(INTERNAL_ERRORS, rec)
+        with self.lock:
+            self.internal_errors += 1
+        self.progress.warn(f"internal error on case {label} ({rec['error'][:200]}); kept in {INTERNAL_ERRORS}")
+        return CheckResult(case, {}, {}, [])
 
     def _rows(self, result: CheckResult, label: str) -> list[dict[str, Any]]:
         ops = ",".join(sorted({n.op for n in result.case.graph.nodes}))
@@ -370,7 +410,7 @@ class Campaign:
             finding, case, note = result.finding, result.case, result.note
         except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
             case, note = original, f"minimizing failed: {type(exc).__name__}: {exc}"
-        update: dict[str, Any] = {"note": note, "minimize_s": round(time.monotonic() - t0, 2)}
+        update: dict[str, Any] = {"note": note}
         key = None
         if finding is None:
             update.update(minimized=False, confirmed=False, note=note or "the minimizer did not reproduce it")
@@ -388,6 +428,7 @@ class Campaign:
                           minimized_signature=finding.signature)
             if art.errors:
                 update["save_error"] = "; ".join(art.errors)
+        update["minimize_s"] = round(time.monotonic() - t0, 2)  # minimizing, writing and confirming
         with self.lock:
             bug = self.book.bugs[bid]
             for k, v in update.items():

@@ -66,6 +66,11 @@ class Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
+    def warn(self, message: str) -> None:
+        """One warning line (ends a live status line first)."""
+        self.stream.write(("\n" if self.live else "") + f"precfuzz: warning: {message}\n")
+        self.stream.flush()
+
     def close(self) -> None:
         """End the live line."""
         if self.live:

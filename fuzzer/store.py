@@ -318,6 +318,13 @@ class CampaignStore:
         """Atomically rewrite bugs.jsonl (records in order of discovery)."""
         atomic_write(self.root / BUGS, "".join(dumps(r) + "\n" for r in records))
 
+    def append_record(self, name: str, record: dict[str, Any]) -> None:
+        """Append one JSON line to NAME (fsync'd: an append-only log such as internal-errors.jsonl)."""
+        with self._lock, open(self.root / name, "ab") as fh:
+            fh.write((dumps(record) + "\n").encode())
+            fh.flush()
+            os.fsync(fh.fileno())
+
     # ---- per-test records
     def append_runs(self, rows: list[dict[str, Any]]) -> None:
         """Write one parquet chunk of per-test rows (under a name no other writer can take)."""

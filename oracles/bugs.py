@@ -51,8 +51,10 @@ def dtype_class(finding: Finding) -> str:
 
 
 def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
-    """The variant part: a TVM pipeline when only its passes show the bug, else '*'."""
+    """The variant part: a TVM pipeline when only its passes show the bug, else '*' (always for model hazards)."""
     head = finding.executor.split("/", 1)[0]
+    if finding.kind == "model-hazard":
+        return "*"
     if head in BASE_VARIANT and pipeline_specific and finding.variant != BASE_VARIANT[head]:
         return finding.variant
     return "*"

@@ -18,6 +18,7 @@ executor's numbers are still judged by the error bound). Pure functions over out
 
 from __future__ import annotations
 
+import re
 from typing import Mapping
 
 from fuzzer.analysis import break_trace
@@ -37,10 +38,16 @@ def _graph_ops(graph: Graph) -> list[str]:
     return sorted({n.op for n in graph.nodes})
 
 
+# op names too common in prose to count when an error message mentions them as a word
+_GENERIC_WORDS = {"add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "sin", "cos", "sum", "mean", "var", "astype"}
+
+
 def _mentioned_ops(graph: Graph, message: str | None) -> list[str]:
-    """Ops of the graph that an error message names (e.g. TVM's "R.nn.conv2d"), else every op of the graph."""
+    """Ops of the graph that an error message names ("R.nn.conv2d", "layer_norm: only ..."), else every op."""
     text = (message or "").lower()
-    named = sorted({n.op for n in graph.nodes if f"nn.{n.op}" in text or f".{n.op}(" in text or f"'{n.op}'" in text})
+    named = sorted({n.op for n in graph.nodes
+                    if f"nn.{n.op}" in text or f".{n.op}(" in text or f"'{n.op}'" in text
+                    or (n.op not in _GENERIC_WORDS and re.search(rf"(?<![a-z0-9_]){re.escape(n.op)}(?![a-z0-9_])", text))})
     return named or _graph_ops(graph)
 
 

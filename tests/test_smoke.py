@@ -1,4 +1,4 @@
-"""Nightly smoke: fails only on signatures missing from the baseline; JUnit XML and Markdown summary."""
+"""Nightly smoke: fails only on bugs missing from the baseline; JUnit XML and Markdown summary."""
 
 from __future__ import annotations
 
@@ -16,28 +16,29 @@ ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "corpus" / "known-findings.json"
 
 
-def finding(sig: str, executor: str = "tvm/decompose") -> dict:
-    return {"signature": sig, "executor": executor, "message": "m", "repro": "r.py", "count": 2}
+def bug(key: str, executors: tuple[str, ...] = ("tvm/decompose",), **kw) -> dict:
+    return {"key": key, "kind": "backend-bug", "title": f"title of {key}", "executors": list(executors),
+            "repro": "bugs/b1/repro.py", "count": 2, **kw}
 
 
 def test_verdict_splits_new_known_and_missing() -> None:
-    baseline = [{"signature": "a", "triage": "known bug"}, {"signature": "gone", "triage": "fixed?"}]
-    v = compare([finding("a"), finding("b", "xla/native")], baseline)
-    assert not v.passed and [f["signature"] for f in v.new] == ["b"]
-    assert v.known[0]["triage"] == "known bug" and [e["signature"] for e in v.missing] == ["gone"]
+    baseline = [{"key": "a", "triage": "known bug", "upstream": "https://x/1"}, {"key": "gone", "triage": "fixed?"}]
+    v = compare([bug("a"), bug("b", ("xla/native",)), bug("c", merged_into="b1"), bug("d", aliases=["gone"])], baseline)
+    assert not v.passed and [b["key"] for b in v.new] == ["b"]  # merged bugs do not count; an alias is known
+    assert v.known[0]["triage"] == "known bug" and v.known[0]["upstream"] == "https://x/1" and v.missing == []
     xml = ET.fromstring(junit(v, ["tvm/decompose", "xla/native"], 12.0))
-    assert xml.get("failures") == "1" and xml.get("tests") == "3"
+    assert xml.get("failures") == "2" and xml.get("tests") == "5"  # 2 known + 1 new + 2 executors
     failing = [c.get("name") for c in xml.iter("testcase") if c.find("failure") is not None]
-    assert failing == ["xla/native"]
+    assert failing == ["b", "xla/native"]
     text = markdown(v, {"cases": 3, "tests": 9, "elapsed_s": 12.0, "seed": 1})
     assert text.startswith("# precfuzz smoke: FAIL") and "`b`" in text and "known bug" in text
-    assert compare([finding("a")], baseline).passed
+    assert compare([bug("a")], baseline).passed and [e["key"] for e in compare([bug("a")], baseline).missing] == ["gone"]
 
 
-def test_committed_baseline_has_a_triage_line_for_every_signature() -> None:
+def test_committed_baseline_has_a_triage_line_for_every_bug() -> None:
     entries = load_baseline(BASELINE)
-    assert entries and all(e.get("triage", "").strip() for e in entries)
-    assert len({e["signature"] for e in entries}) == len(entries)
+    assert entries and all(e.get("triage", "").strip() and e.get("title", "").strip() for e in entries)
+    assert len({e["key"] for e in entries}) == len(entries)
 
 
 def smoke(tmp_path: Path, baseline: str) -> tuple[subprocess.CompletedProcess, Path]:
@@ -55,7 +56,7 @@ def test_smoke_passes_on_the_committed_baseline_and_fails_on_an_empty_one(tmp_pa
     assert json.loads(proc.stdout.strip().splitlines()[-1])["passed"]
     assert ET.parse(junit_path).getroot().get("failures") == "0"
     empty = tmp_path / "empty.json"
-    empty.write_text('{"findings": []}')
+    empty.write_text('{"bugs": []}')
     proc, junit_path = smoke(tmp_path / "none", str(empty))
     assert proc.returncode == 1
     assert int(ET.parse(junit_path).getroot().get("failures")) >= 1
