@@ -82,8 +82,9 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
 def run_script(path: Path, timeout_s: float = 300.0) -> tuple[int | None, str]:
     """Run a repro script as a user would (`python -I`, a clean environment): (exit status or None, last output)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
+    path = Path(path).resolve()
     try:
-        done = subprocess.run([sys.executable, "-I", str(path)], cwd=path.parent, env=env, capture_output=True,
+        done = subprocess.run([sys.executable, "-I", path.name], cwd=path.parent, env=env, capture_output=True,
                               text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return None, f"no answer within {timeout_s:.0f} s"

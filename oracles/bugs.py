@@ -11,8 +11,9 @@ cause and drops what does not:
 - op: the op the finding is localized on (after minimization: the essential op);
 - class: what went wrong, coarsened: `accuracy` merges out-of-bound errors, non-finite values and
   computing in a narrower format; `underflow`; the status error class; `dtype`; `downcast`; `hazard`;
-- dtype class: the narrowest floating-point dtype the op computes in (`float16`), or the pair that met
-  at a mixed-dtype op (`float16+bfloat16`);
+- dtype class: the narrowest floating-point dtype the op computes in (`float32`; float16 and bfloat16
+  are one class for accuracy, where one accumulation cause shows in both), or the pair that met at a
+  mixed-dtype op (`float16+bfloat16`);
 - variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), `*` when the
   default pipeline shows it too; `*` elsewhere.
 """
@@ -23,7 +24,7 @@ import hashlib
 import re
 from typing import Any, Iterable
 
-from fuzzer.dtypes import FLOAT_FORMATS
+from fuzzer.dtypes import FLOAT_FORMATS, LOW_PRECISION
 
 from .findings import Finding
 
@@ -47,7 +48,10 @@ def dtype_class(finding: Finding) -> str:
     floats = [d for d in names if d in FLOAT_FORMATS]
     if not floats:
         return "-"
-    return min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
+    narrowest = min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
+    if error_family(finding) in ("accuracy", "underflow") and narrowest in LOW_PRECISION:
+        return "float16/bfloat16"  # one accumulation or intermediate-precision cause shows in both
+    return narrowest
 
 
 def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
@@ -103,7 +107,10 @@ def dtype_label(finding: Finding) -> str:
     if finding.oracle in ("error-bound", "status-divergence") and len(set(names)) > 1 and "->" in " ".join(finding.dtypes):
         ins, out = " ".join(finding.dtypes).split("->", 1)
         return f"({', '.join(dict.fromkeys(DTYPE.findall(ins)))} -> {out.strip()})"
-    return dtype_class(finding)
+    floats = [d for d in names if d in FLOAT_FORMATS]
+    if finding.oracle in ("silent-downcast", "model-hazard") or not floats:
+        return dtype_class(finding)
+    return min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
 
 
 def _pass_names(describe: dict[str, Any]) -> str:
@@ -128,17 +135,17 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         act, param = (finding.dtypes + ["?", "?"])[:2]
         return (f"Model hazard: {op} gets a {act} activation next to {param} parameters (promoted by a {src}); "
                 f"PyTorch raises under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}")
+    if fam == "underflow":
+        return f"[{backend}] {dc} {op} loses subnormal values ({finding.ratio or 0:.3g}x the bound){where}"
     if finding.kind == "unsupported":
         return f"[{backend}] {dc} {op} is not supported{where}"
     if fam == "accuracy" and finding.oracle == "effective-precision":
         return f"[{backend}] {dc} {op} computes in {finding.dtypes[-1]}{scope}{where}"
     if fam == "accuracy" and finding.error_class == "nonfinite":
         return f"[{backend}] {dc} {op} returns inf/nan where an fp32-accumulating implementation is finite{scope}{where}"
-    if fam in ("accuracy", "underflow"):
+    if fam == "accuracy":
         ratio = f"{finding.ratio:.3g}x " if finding.ratio is not None else ""
-        extra = " (subnormal range)" if fam == "underflow" else ""
-        return (f"[{backend}] {dc} {op} is {ratio}less accurate than an fp32-accumulating implementation"
-                f"{extra}{scope}{where}")
+        return f"[{backend}] {dc} {op} is {ratio}less accurate than an fp32-accumulating implementation{scope}{where}"
     if fam == "dtype":
         want, got = (finding.dtypes + ["?", "?"])[:2]
         return f"[{backend}] {op} returns {got} where PyTorch returns {want}{where}"

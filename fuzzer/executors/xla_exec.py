@@ -28,7 +28,7 @@ from ..ir import Graph, Input
 from .base import Inputs
 from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, narrow, recast_inputs
 
-LEGACY_FP32 = ("bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
+LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
 XLA_AUTOCAST_FP32 = frozenset({"softmax", "log_softmax", "batch_norm", "instance_norm"})
@@ -184,12 +184,13 @@ class XlaAutocastExecutor(XlaExecutor):
 
 
 class XlaLegacyBf16Executor(XlaExecutor):
-    """`xla/legacy-bf16`: XLA_USE_BF16=1 with the model as it was before the migration (bf16/fp32 tensors in fp32).
+    """`xla/legacy-bf16`: XLA_USE_BF16=1 with the model as it was before the migration (every float tensor fp32).
 
     The documented mode: float32 and float64 tensors live as bfloat16 on the device and report float32
-    (a bfloat16 input reports float32 too, a .to(bfloat16) on the device reports bfloat16), and so does
-    every float32 intermediate, the float32 that float16 ops compute in included. So it is judged against a
-    bfloat16 computation, and its statuses against eager's; its reported dtypes are not a contract.
+    (a bfloat16 input reports float32 too, a .to(bfloat16) on the device reports bfloat16). So it is judged
+    against a bfloat16 computation, and its statuses against eager's; its reported dtypes are not a contract.
+    A float16 tensor stays float16 on the device (its range), so a pre-migration model has none: float16
+    inputs are float32 too.
     """
 
     name = "xla/legacy-bf16"
@@ -206,7 +207,7 @@ class XlaLegacyBf16Executor(XlaExecutor):
         return recast_inputs(graph, None, "float32", only=LEGACY_FP32)
 
     def numeric_graph(self, graph: Graph) -> Graph:
-        return narrow(self.policy_graph(graph), ("float16", "float32", "float64"), "bfloat16")
+        return narrow(self.policy_graph(graph), ("float32", "float64"), "bfloat16")
 
     def reported_dtypes(self) -> dict[str, str]:
         return {"float64": "float32", "bfloat16": "float32"}
