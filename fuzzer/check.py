@@ -155,7 +155,7 @@ class Checker:
         """The oracles' view of one executor on one graph."""
         ex = self.pool.executors[name]
         return Subject(name, graph, outcomes, ex.policy_graph(graph), ex.numeric_graph(graph), ex.policy,
-                       ex.reported_dtypes(), ex.bridged(graph), ex.dtype_contract)
+                       ex.reported_dtypes(), ex.bridged(graph), ex.dtype_contract, ex.judge_numbers)
 
     def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
         """Run `case` on the executors and judge the outcomes."""
@@ -177,6 +177,8 @@ class Checker:
         numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}
         notes: list[str] = []
         for s in subjects:
+            if not s.judge_numbers:
+                continue
             key = canonical(graph_to_json(s.numeric))
             if key not in numbers:
                 ins = [rounded_inputs(s.numeric, v) for v in sets]
@@ -189,7 +191,9 @@ class Checker:
             findings += found
         semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
-            semantic = [self._localize_dtype(f, subjects, sets) if f.oracle == "dtype-divergence" else f for f in semantic]
+            semantic = [self._localize_dtype(f, subjects, sets) if f.oracle == "dtype-divergence"
+                        else self._localize_downcast(f, subjects, sets) if f.oracle == "silent-downcast" else f
+                        for f in semantic]
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes)
@@ -280,6 +284,28 @@ class Checker:
                    f"{st.ratio:.3g}x the allowed error, on its own operands")
         return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
                        max_ulp=st.max_ulp, details=details)
+
+    def _localize_downcast(self, finding: Finding, subjects: list[Subject], sets: list[Values]) -> Finding:
+        """Name the first mixed-dtype node whose own result is narrower than the promotion (one probe)."""
+        s = next(x for x in subjects if x.name == finding.executor)
+        probe = self._probe(s, sets[finding.input_set], finding.input_set)
+        if probe is None:
+            return finding
+        _, _, reported = probe
+        numeric = s.typed("numeric")
+        for node_id, brk in s.typed().chain_breaks().items():
+            got = reported.get(node_id)
+            want = s.reported(numeric.values[node_id].dtype)
+            if node_id in s.bridged or got is None or not semantics.narrower(got, want):
+                continue
+            op = s.graph.node(node_id).op
+            lost = brk.activation_dtype if semantics.narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
+            return replace(finding, ops=[op], dtypes=[brk.activation_dtype, brk.param_dtype, got], node=node_id,
+                           message=f"{s.name} runs {node_id} ({op}) on a {brk.activation_dtype} activation with "
+                                   f"{brk.param_dtype} parameters, where PyTorch raises, and returns {got} instead of "
+                                   f"the promoted {want}: the {lost} operand was silently downcast",
+                           details={**finding.details, "localized": True})
+        return finding
 
     def _localize_dtype(self, finding: Finding, subjects: list[Subject], sets: list[Values]) -> Finding:
         """Name the first node whose reported dtype differs from what eager reports for it (one probe each)."""

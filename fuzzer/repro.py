@@ -12,7 +12,7 @@ characters escaped. The full-oracle script
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from .executors.tvm_render import render_module
 from .export import _exceeds, comment
 from .interpret import evaluate, ideal_values
 from .identifiers import value_identifiers
-from .ir import Case, infer, input_values
+from .ir import Case, Graph, infer, input_values
 from .values import expression
 
 ACCURACY = ("error-bound", "effective-precision")
@@ -71,6 +71,13 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
     return Evidence()
 
 
+def exact_graph(graph: Graph) -> Graph:
+    """The graph whose float casts do not round: every cast to a float dtype becomes one to float64."""
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float64"}) if n.op == "astype" and is_float(str(n.attrs.get("dtype")))
+                  else n for n in graph.nodes)
+    return Graph(graph.inputs, nodes, graph.outputs)
+
+
 def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind: str) -> tuple[str, int | None]:
     """(numpy expression of an input's raw values, the rng seed it needs or None)."""
     if "values" in spec:
@@ -104,7 +111,8 @@ def _head(title: str, finding: Finding, executor: Executor, case: Case, set_inde
              f"case {case.id} input set {set_index}. Exits 1 while the bug is there, 0 once fixed."]
     # line 2 is fixed text: Python reads a source encoding from the first two lines only
     return ["#!/usr/bin/env python3", "# precfuzz repro (text from the finding below is escaped)",
-            *[f"# {comment(line)}" for line in about], "import sys", ""]
+            *[f"# {comment(line)}" for line in about], "import os", "import sys", "",
+            "sys.excepthook = lambda *e: (sys.__excepthook__(*e), os._exit(2))  # a failing script exits 2, not 1"]
 
 
 def render(case: Case, finding: Finding, executor: Executor, title: str, set_index: int = 0,
@@ -125,7 +133,7 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     oracle = finding.oracle
     lines = _head(title, finding, ex, case, set_index)
     if oracle != "model-hazard" and ex.repro_env():
-        lines[-1:] = ["import os", ""] + [f"os.environ.setdefault({k!r}, {v!r})" for k, v in ex.repro_env().items()]
+        lines += [f"os.environ.setdefault({k!r}, {v!r})" for k, v in ex.repro_env().items()]
     lines += ["import numpy as np", "import torch", "import torch.nn.functional as F"]
     on_device = oracle != "model-hazard" and bool(ex.repro_sync())
     if on_device:
@@ -142,6 +150,13 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
         lines += ["# the same program with the casts its precision policy makes written out (what eager runs)"]
         lines += program.rstrip().splitlines() + [""]
     prog = "program" if distinct else "graph"
+    exact = prog
+    if oracle in ACCURACY:
+        text = render_function(exact_graph(ex.numeric_graph(graph)), "exact")
+        if text.replace("def exact(", f"def {prog}(", 1) != (program if distinct else fn):
+            lines += ["# the exact answer's program: its float casts do not round (float64 throughout)"]
+            lines += text.rstrip().splitlines() + [""]
+            exact = "exact"
     hazard = oracle == "model-hazard"
     dtype_of = (lambda inp: policy.input(inp.name).dtype) if hazard else ex.input_dtype
 
@@ -158,11 +173,12 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     else:
         if on_device:
             lines.append(ex.repro_setup().strip())
-        lines += _torch_tail(finding, ex, prog, on_device, ev, bool(infer(policy).chain_breaks()))
+        lines += _torch_tail(finding, ex, prog, exact, on_device, ev, bool(infer(policy).chain_breaks()))
     return "\n".join(lines) + "\n"
 
 
-def _torch_tail(finding: Finding, ex: Any, prog: str, on_device: bool, ev: Evidence, eager_raises: bool) -> list[str]:
+def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: bool, ev: Evidence,
+                eager_raises: bool) -> list[str]:
     ctx = ", ".join(["torch.no_grad()"] + ([ex.repro_context()] if ex.repro_context() else []))
     args = "[t.to(device) if torch.is_tensor(t) else t for t in inputs]" if on_device else "inputs"
     sync = [f"    {ex.repro_sync()}"] if ex.repro_sync() else []
@@ -170,7 +186,7 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, on_device: bool, ev: Evide
     oracle = finding.oracle
     if oracle in ACCURACY:
         lines = ["with torch.no_grad():",
-                 f"    expected = {prog}(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t "
+                 f"    expected = {exact}(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t "
                  f"for t in inputs])  # exact: float64 on the CPU"]
         cpu = ex.group != "torch" and not eager_raises  # else the CPU is what is judged, or it refuses the program
         control = "PyTorch eager on the CPU" if cpu else "float32 on the CPU"

@@ -28,6 +28,7 @@ class Subject:
     report: dict[str, str] = field(default_factory=dict)
     bridged: frozenset[str] = frozenset()  # chain breaks our own lowering bridges (Relax has no promotion)
     dtype_contract: bool = True  # False: the reported dtypes are not judged (a documented mode relabels them)
+    judge_numbers: bool = True  # False: the numbers are not judged (a documented mode's own arithmetic)
     _typed: dict[str, TypedGraph] = field(default_factory=dict, repr=False)
 
     def typed(self, which: str = "policy") -> TypedGraph:

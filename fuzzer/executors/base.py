@@ -90,6 +90,7 @@ class Executor(ABC):
         return self.policy_graph(graph)
 
     dtype_contract: bool = True  # False where a documented mode relabels dtypes inconsistently (XLA_USE_BF16)
+    judge_numbers: bool = True  # False where a documented mode's arithmetic is not an fp32-accumulating one
 
     def reported_dtypes(self) -> dict[str, str]:
         """dtype -> the dtype this configuration reports for it, where its documented mode relabels dtypes."""

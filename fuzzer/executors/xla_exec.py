@@ -26,7 +26,7 @@ from .. import outcome as oc
 from ..dtypes import is_float
 from ..ir import Graph, Input
 from .base import Inputs
-from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, narrow, recast_inputs
+from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, recast_inputs
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
@@ -186,16 +186,17 @@ class XlaAutocastExecutor(XlaExecutor):
 class XlaLegacyBf16Executor(XlaExecutor):
     """`xla/legacy-bf16`: XLA_USE_BF16=1 with the model as it was before the migration (every float tensor fp32).
 
-    The documented mode: float32 and float64 tensors live as bfloat16 on the device and report float32
-    (a bfloat16 input reports float32 too, a .to(bfloat16) on the device reports bfloat16). So it is judged
-    against a bfloat16 computation, and its statuses against eager's; its reported dtypes are not a contract.
-    A float16 tensor stays float16 on the device (its range), so a pre-migration model has none: float16
-    inputs are float32 too.
+    The documented mode: float32 and float64 tensors live as bfloat16 on the device and report float32 (a
+    bfloat16 input reports float32 too, a .to(bfloat16) on the device reports bfloat16), and every float32
+    intermediate and accumulator is bfloat16 as well. What it promises is the status of the program (does
+    the model run?), judged against eager's; its numbers (bfloat16 arithmetic throughout, by design) and
+    reported dtypes are not a contract. A pre-migration model keeps every float tensor in float32.
     """
 
     name = "xla/legacy-bf16"
     policy = "legacy-xla-use-bf16"
-    dtype_contract = False  # a bf16 input reports float32, a .to(bfloat16) reports bfloat16: only numbers are judged
+    dtype_contract = False  # a bf16 input reports float32, a .to(bfloat16) reports bfloat16
+    judge_numbers = False  # every float is bf16, intermediates and accumulators too: only its status is judged
 
     def env(self) -> dict[str, str]:
         return {**super().env(), "XLA_USE_BF16": "1"}
@@ -205,9 +206,6 @@ class XlaLegacyBf16Executor(XlaExecutor):
 
     def policy_graph(self, graph: Graph) -> Graph:
         return recast_inputs(graph, None, "float32", only=LEGACY_FP32)
-
-    def numeric_graph(self, graph: Graph) -> Graph:
-        return narrow(self.policy_graph(graph), ("float32", "float64"), "bfloat16")
 
     def reported_dtypes(self) -> dict[str, str]:
         return {"float64": "float32", "bfloat16": "float32"}
