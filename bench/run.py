@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 from fuzzer.campaign import Campaign, CampaignConfig
+from fuzzer.campaign.progress import Progress
+from fuzzer.campaign.store import CampaignStore
 from fuzzer.commands.common import select_executors
-from fuzzer.progress import Progress
-from fuzzer.store import CampaignStore
+
 
 # seed bug classes: (name, predicate over a finding record)
 def _out_dtype(rec: dict) -> str:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from fuzzer.artifacts import run_script
-from fuzzer.store import CampaignStore
+from fuzzer.campaign.store import CampaignStore
 
 
 def sample(root: Path, n: int, seed: int, unit: str) -> list[dict]:

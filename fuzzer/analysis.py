@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ir import Graph, TypedGraph, infer
-from .ops import OPS
+from .ops import OPS, is_cast
 from .promotion import Operand, result_type
 
 
@@ -37,7 +37,7 @@ def trace_promotion(graph: Graph, typed: TypedGraph, value: str, dtype: str) -> 
             continue
         path.append(name)
         node = nodes.get(name)
-        if node is None or node.op == "astype" or any(
+        if node is None or is_cast(node.op) or any(
                 i < len(node.inputs) and node.inputs[i] is not None for i in OPS[node.op].params):
             culprits.append(name)
             continue

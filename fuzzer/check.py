@@ -18,7 +18,13 @@ import numpy as np
 
 from oracles import crashes, semantics
 from oracles.bounds import ErrorStats, error_stats
-from oracles.error_bounds import OutputJudgement, at_fault, bound_findings, judge_outputs, node_signature
+from oracles.error_bounds import (
+    OutputJudgement,
+    at_fault,
+    bound_findings,
+    judge_outputs,
+    node_signature,
+)
 from oracles.findings import Finding
 from oracles.precision import device_narrower, narrower_format
 from oracles.subjects import Subject
@@ -26,9 +32,18 @@ from oracles.subjects import Subject
 from .dtypes import FLOAT_FORMATS, round_to
 from .executors import ORACLE_EXECUTORS, create
 from .interpret import evaluate, ideal_values
-from .ir import Case, Graph, Input, canonical, graph_to_json, infer, input_values, op_attrs
-from .ops import OPS
+from .ir import (
+    Case,
+    Graph,
+    Input,
+    canonical,
+    graph_to_json,
+    infer,
+    input_values,
+    op_attrs,
+)
 from .isolation import ExecutorPool
+from .ops import OPS
 from .outcome import Outcome
 
 SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right

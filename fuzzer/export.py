@@ -8,19 +8,24 @@ the rest is shared here.
 from __future__ import annotations
 
 import inspect
-import math
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from oracles import bounds
+
 from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
-from .interpret import PRELUDE, backward_perturbation, reference_functions, render_reference
+from .interpret import (
+    PRELUDE,
+    backward_perturbation,
+    reference_functions,
+    render_reference,
+)
 from .ir import Case, Graph
 from .values import expression, make_values
-from oracles import bounds
 
 
 @dataclass(frozen=True)
@@ -33,10 +38,6 @@ class ReproParts:
     graph: Graph  # the graph whose declared dtypes the backend promises (the policy graph)
     describe: dict[str, Any]  # executor name, settings, versions
     env: dict[str, str] | None = None  # environment the script must set before importing the backend
-
-
-def _literal(value: float) -> str:
-    return repr(float(value)) if math.isfinite(value) else f"float({str(value)!r})"
 
 
 def _exceeds(spec: dict[str, Any], shape: tuple[int, ...], top: float) -> bool:
@@ -85,7 +86,8 @@ def main():
     raw = make_inputs()
     inputs = {{name: round_to(value, INPUT_DTYPES[name]) for name, value in raw.items()}}
     expected = reference(inputs, False, round_to)
-    # two ideal implementations of the declared dtypes: exact math rounded per op, and float32 arithmetic
+    # three ideal implementations of the declared dtypes: exact math rounded per op, float32 arithmetic, and exact
+    # math on backward-stably perturbed operands
     ideal = reference(inputs, True, round_to)
     ideal32 = reference({{name: to_float32_arithmetic(value, name) for name, value in inputs.items()}}, True, round_to_float32)
     perturb = backward_perturbation(round_to)

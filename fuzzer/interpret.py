@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .dtypes import is_float, round_to
 from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
-from .ops import OPS
+from .ops import OPS, is_cast
 
 Values = dict[str, np.ndarray]
 PRELUDE = "import math\nfrom typing import Any\n\nimport numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
@@ -80,7 +80,7 @@ def render_reference(graph: Graph, name: str = "reference") -> str:
         call_attrs = {k: v for k, v in attrs.items() if k != "dtype"}
         call = f"{OPS[node.op].reference.__name__}({', '.join(args + [f'{k}={v!r}' for k, v in call_attrs.items()])})"
         info = t.value
-        if node.op == "astype" and not is_float(info.dtype):
+        if is_cast(node.op) and not is_float(info.dtype):
             call = f"np.trunc({call})"
         elif info.kind != "scalar":
             call = f"rnd({call}, {info.dtype!r})"

@@ -27,9 +27,10 @@ from .executors.torch_render import TORCH_DTYPE, render_function
 from .executors.tvm_exec import TVMExecutor, render_passes
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
-from .interpret import evaluate, ideal_values
 from .identifiers import value_identifiers
+from .interpret import evaluate, ideal_values
 from .ir import Case, Graph, infer, input_values
+from .ops import has_training_mode, is_cast
 from .values import expression
 
 ACCURACY = ("error-bound", "effective-precision")
@@ -73,7 +74,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
 
 def exact_graph(graph: Graph) -> Graph:
     """The graph whose float casts do not round: every cast to a float dtype becomes one to float64."""
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float64"}) if n.op == "astype" and is_float(str(n.attrs.get("dtype")))
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float64"}) if is_cast(n.op) and is_float(str(n.attrs.get("dtype")))
                   else n for n in graph.nodes)
     return Graph(graph.inputs, nodes, graph.outputs)
 
@@ -251,7 +252,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     lines += (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm", "from tvm import relax as R",
                                                         "", f"PASSES = {render_passes(ex.passes)}  # [] is TVM's default pipeline"]
     oracle = finding.oracle
-    training = any(n.op == "batch_norm" and n.attrs.get("training") for n in graph.nodes)
+    training = any(has_training_mode(n.op) and n.attrs.get("training") for n in graph.nodes)
     if oracle in ACCURACY:
         lines += ["# allowed max abs error: 3x an ideal implementation's (fp32 accumulation) on these inputs + 2 ULP",
                   f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}",

@@ -6,7 +6,14 @@ Both run the same generator code (see generators.draw).
 
 from .corners import long_fp16_norm, schedule_chain_break
 from .coverage import coverage, reference_problem, valid_fraction
-from .graphs import FAMILIES, GENERATOR, build_case, cases, generate_case, generate_cases
+from .graphs import (
+    FAMILIES,
+    GENERATOR,
+    build_case,
+    cases,
+    generate_case,
+    generate_cases,
+)
 
 __all__ = [
     "FAMILIES", "GENERATOR", "build_case", "cases", "coverage", "generate_case", "generate_cases",

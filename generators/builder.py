@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fuzzer.ir import Case, Graph, Input, Node
-from fuzzer.ops import OPS, ValueInfo
-from fuzzer.ops import elementwise, linalg, norms, reductions
+from fuzzer.ops import OPS, ValueInfo, elementwise, linalg, norms, reductions
 
 from .distributions import Spec, specs_interval
 from .draw import DrawSource

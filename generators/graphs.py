@@ -10,7 +10,14 @@ from fuzzer.ir import Case, IRError
 from .builder import GraphBuilder, Val
 from .conv import conv_family, conv_input, conv_stage
 from .draw import DrawSource, HypothesisDraw, RandomDraw
-from .elementwise import activation_stage, binary_stage, cast_family, cast_stage, elementwise_family, unary_stage
+from .elementwise import (
+    activation_stage,
+    binary_stage,
+    cast_family,
+    cast_stage,
+    elementwise_family,
+    unary_stage,
+)
 from .linalg import linalg_family, linear_stage
 from .norms import norm_family, norm_stage
 from .reductions import reduce_stage, reduction_family, softmax_family, softmax_stage

@@ -6,8 +6,8 @@ import math
 
 from . import distributions as dist
 from .builder import GraphBuilder, Val
-from .shapes import LONG_LENGTHS, MAX_ELEMENTS, divisors, layout_shape
 from .elementwise import activation_stage
+from .shapes import LONG_LENGTHS, MAX_ELEMENTS, divisors, layout_shape
 from .sources import activation_dtype, activation_input, param_input
 
 NORMS = [("layer_norm", 5), ("rms_norm", 3), ("group_norm", 3), ("batch_norm", 2), ("instance_norm", 2)]

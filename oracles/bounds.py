@@ -2,8 +2,9 @@
 
 The exact answer is the fp64 reference on the dtype-rounded inputs. An ideal implementation of the
 declared dtypes computes each op with float32-or-better accumulation and rounds its result to the op's
-declared dtype; we run two (exact math, and float32 arithmetic with sequential summation: the least
-accurate common order), and the worse of them sets the scale of what is allowed. PyTorch's accuracy
+declared dtype; we run three (exact math; float32 arithmetic with sequential summation, the least
+accurate common order, and the scale-and-shift form of norm kernels; exact math on operands perturbed
+backward-stably at float32 level), and the worst of them sets the scale of what is allowed. PyTorch's accuracy
 checker (torch/_dynamo/utils.py::same) uses the same idea on RMSE with a multiplier of 2-3.
 
 Errors are measured in ULPs of the output dtype at each element's magnitude, floored at the tensor's RMS

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from campaign_fixtures import fault_stream
+
 from fuzzer.campaign import Campaign, CampaignConfig, CampaignError
-from fuzzer.progress import Progress
+from fuzzer.campaign.progress import Progress
 
 FIELDS = {"signature", "oracle", "executor", "variant", "ops", "dtypes", "ratio", "max_ulp", "case", "repro",
           "count", "first_seen_s"}
@@ -171,7 +171,7 @@ def test_sigterm_stops_after_the_cases_in_flight_and_saves(tmp_path: Path) -> No
 
 
 def test_report_opens_with_the_bug_table_and_links(tmp_path: Path) -> None:
-    from fuzzer.report import write_report
+    from fuzzer.campaign.report import write_report
 
     Campaign(config(tmp_path), quiet()).run()
     text = write_report(tmp_path).read_text()

@@ -21,7 +21,14 @@ from fuzzer.ir import case_from_json, case_to_json, infer, input_values, load_ca
 from generators.corners import long_fp16_norm, schedule_chain_break
 from generators.coverage import coverage, reference_problem
 from generators.draw import RandomDraw
-from generators.graphs import FAMILIES, GENERATOR, build, cases, generate_case, generate_cases
+from generators.graphs import (
+    FAMILIES,
+    GENERATOR,
+    build,
+    cases,
+    generate_case,
+    generate_cases,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "corpus" / "seeds"

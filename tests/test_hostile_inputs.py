@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from op_examples import example
 
 from fuzzer.cli import main
 from fuzzer.ir import case_to_json, save_case
-from op_examples import example
 
 Mutate = Callable[[dict[str, Any]], Any]
 

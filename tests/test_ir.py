@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
+from op_examples import example
 
 from fuzzer.ir import IRError, case_from_json, case_to_json, infer, load_case, save_case
 from fuzzer.ops import OPS
-from op_examples import example
 
 
 @pytest.mark.parametrize("op", sorted(OPS))

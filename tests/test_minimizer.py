@@ -19,12 +19,23 @@ from fuzzer.ir import Case, Graph, Input, Node, case_to_json, input_values, load
 from fuzzer.isolation import ExecutorPool
 from fuzzer.minimize import PASSES, MinimizeError, Search, Target, minimize, size
 from fuzzer.minimize.edit import prune, simplest_spec, substitute, valid
-from fuzzer.minimize.graph_passes import (bypass_nodes, default_attrs, drop_optional_operands, drop_unused_inputs,
-                                          fewer_outputs, replace_by_values, truncate)
+from fuzzer.minimize.graph_passes import (
+    bypass_nodes,
+    default_attrs,
+    drop_optional_operands,
+    drop_unused_inputs,
+    fewer_outputs,
+    replace_by_values,
+    truncate,
+)
 from fuzzer.minimize.shape_passes import fewer_dims, smaller_dims
 from fuzzer.minimize.size import digits, spec_cost
 from fuzzer.minimize.target import promoted_breaks
-from fuzzer.minimize.value_passes import fewer_input_sets, simpler_dtypes, simpler_values
+from fuzzer.minimize.value_passes import (
+    fewer_input_sets,
+    simpler_dtypes,
+    simpler_values,
+)
 from oracles.findings import Finding
 
 SEEDS = Path(__file__).resolve().parent.parent / "corpus" / "seeds"

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from op_examples import example
 
 from fuzzer.dtypes import round_to
 from fuzzer.executors import create
 from fuzzer.interpret import evaluate
 from fuzzer.ir import Case, Graph, Input, Node, input_values
 from fuzzer.ops import OPS
-from op_examples import example
 
 
 @pytest.mark.parametrize("op", sorted(OPS))

@@ -10,16 +10,31 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from op_examples import example
 
 from fuzzer import outcome as oc
 from fuzzer.analysis import trace_promotion
 from fuzzer.check import Checker, judge_nodes
-from fuzzer.executors.torch_exec import AUTOCAST_LOWER, CPU_AUTOCAST_FP32, autocast_graph, recast_inputs
+from fuzzer.executors.torch_exec import (
+    AUTOCAST_LOWER,
+    CPU_AUTOCAST_FP32,
+    autocast_graph,
+    recast_inputs,
+)
 from fuzzer.executors.xla_exec import XLA_AUTOCAST_FP32
 from fuzzer.interpret import evaluate, ideal_values
-from fuzzer.ir import Case, Graph, Input, Node, canonical, graph_to_json, infer, input_values, load_case
+from fuzzer.ir import (
+    Case,
+    Graph,
+    Input,
+    Node,
+    canonical,
+    graph_to_json,
+    infer,
+    input_values,
+    load_case,
+)
 from fuzzer.isolation import ExecutorPool
-from op_examples import example
 from oracles import semantics
 from oracles.bounds import error_stats
 from oracles.error_bounds import MARGIN, OutputJudgement, bound_findings, violates

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzer.smoke import compare, junit, load_baseline, markdown
+from fuzzer.campaign.smoke import compare, junit, load_baseline, markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "corpus" / "known-findings.json"
@@ -94,8 +94,8 @@ def test_smoke_out_is_created_or_emptied_only_when_smoke_made_it(tmp_path: Path)
 
 
 def test_smoke_does_not_empty_a_directory_another_run_holds(tmp_path: Path) -> None:
+    from fuzzer.campaign.store import CampaignStore, StoreError
     from fuzzer.commands.smoke import fresh_out
-    from fuzzer.store import CampaignStore, StoreError
 
     out = tmp_path / "smoke"
     fresh_out(out)

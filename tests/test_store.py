@@ -14,16 +14,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from campaign_fixtures import fault_stream
+
 from fuzzer.campaign import Campaign, CampaignConfig, CampaignError
+from fuzzer.campaign.progress import Progress
+from fuzzer.campaign.report import write_report
+from fuzzer.campaign.store import DAMAGED, FINDINGS, LOCK, CampaignStore, StoreError
 from fuzzer.cli import main
-from fuzzer.progress import Progress
-from fuzzer.report import write_report
-from fuzzer.store import DAMAGED, FINDINGS, LOCK, CampaignStore, StoreError
 
 ROOT = Path(__file__).resolve().parent.parent
-HOLD = ("import sys, time; sys.path.insert(0, '.'); from fuzzer.store import CampaignStore; "
+HOLD = ("import sys, time; sys.path.insert(0, '.'); from fuzzer.campaign.store import CampaignStore; "
         "s = CampaignStore(sys.argv[1]); s.lock(); print('locked', flush=True); time.sleep(120)")
 
 

@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("tvm")
 
+from op_examples import example  # noqa: E402
+
 from fuzzer.executors import REGISTRY, create  # noqa: E402
 from fuzzer.executors.tvm_exec import PIPELINES, TVMExecutor  # noqa: E402
 from fuzzer.executors.tvm_render import render_module  # noqa: E402
@@ -22,7 +24,6 @@ from fuzzer.ir import Case, Graph, Input, Node, infer, input_values, load_case  
 from fuzzer.isolation import ExecutorPool  # noqa: E402
 from fuzzer.ops import OPS  # noqa: E402
 from oracles.bounds import error_stats  # noqa: E402
-from op_examples import example  # noqa: E402
 
 N = {"dist": "normal", "seed": 3}
 

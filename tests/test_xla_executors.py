@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from op_examples import example
 
 from fuzzer.check import Checker
 from fuzzer.dtypes import round_to
@@ -22,7 +23,6 @@ from fuzzer.ir import Case, Graph, Input, Node, infer, input_values, load_case
 from fuzzer.isolation import ExecutorPool
 from oracles.bounds import error_stats
 from oracles.errors import classify_error
-from op_examples import example
 
 XLA = ["xla/native", "xla/bf16-model", "xla/autocast", "xla/legacy-bf16"]
 SEED_EXECUTORS = ["torch/eager", "torch/autocast", *XLA]

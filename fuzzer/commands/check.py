@@ -8,7 +8,15 @@ import math
 
 from ..check import Checker, CheckResult
 from ..isolation import ExecutorPool
-from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, read_case, select_executors, timeout_seconds
+from .common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    UsageError,
+    fail,
+    read_case,
+    select_executors,
+    timeout_seconds,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

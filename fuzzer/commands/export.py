@@ -19,7 +19,15 @@ from ..check import Checker
 from ..executors import create
 from ..export import render_script
 from ..isolation import ExecutorPool
-from .common import EXIT_OK, UsageError, fail, nonnegative_int, read_case, select_executors, writable_file
+from .common import (
+    EXIT_OK,
+    UsageError,
+    fail,
+    nonnegative_int,
+    read_case,
+    select_executors,
+    writable_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,8 +14,19 @@ from ..check import Checker
 from ..ir import Case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import MinimizeError, MinimizeResult, Target, minimize
-from .common import (EXIT_FINDING, EXIT_OK, UsageError, fail, positive_int, positive_seconds, read_case, select_executors,
-                     timeout_seconds, writable_dir, writable_file)
+from .common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    UsageError,
+    fail,
+    positive_int,
+    positive_seconds,
+    read_case,
+    select_executors,
+    timeout_seconds,
+    writable_dir,
+    writable_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

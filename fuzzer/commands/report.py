@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..report import write_report
-from ..store import StoreError
+from ..campaign.report import write_report
+from ..campaign.store import StoreError
 from .common import EXIT_OK, fail
 
 

@@ -10,8 +10,20 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
-from .common import (EXIT_OK, UsageError, fail, nonnegative_seconds, positive_int, positive_seconds, seed_int,
-                     read_case, select_executors, timeout_seconds, workers_int, writable_dir)
+from .common import (
+    EXIT_OK,
+    UsageError,
+    fail,
+    nonnegative_seconds,
+    positive_int,
+    positive_seconds,
+    read_case,
+    seed_int,
+    select_executors,
+    timeout_seconds,
+    workers_int,
+    writable_dir,
+)
 
 DEFAULT_SEEDS = Path(__file__).resolve().parents[2] / "corpus" / "seeds"
 
@@ -62,9 +74,7 @@ def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: flo
         raise UsageError("--workers must be at least 1")
     if time_s is not None and time_s <= 0:
         raise UsageError("--time must be positive")
-    if time_s is None and max_tests is None:
-        time_s = float("inf")
-    return CampaignConfig(out=out, executors=executors, seed=seed, time_s=None if time_s == float("inf") else time_s,
+    return CampaignConfig(out=out, executors=executors, seed=seed, time_s=time_s,
                           max_tests=max_tests, workers=workers, seeds_dir=seeds_dir,
                           minimize=not args.no_minimize, minimize_budget_s=args.minimize_budget,
                           timeout_s=args.timeout, command=command_line(sys.argv[1:]))
@@ -102,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, CampaignError) as exc:
         return fail(str(exc))
     print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {cfg.workers} lane(s); seed {cfg.seed}"
-          + (f"; resuming at case {campaign.state['next_index']}" if campaign.state["invocations"] > 1 else ""),
+          + (f"; resuming at case {campaign.state.next_index}" if campaign.state.invocations > 1 else ""),
           file=sys.stderr)
     stop_on_signals(campaign)
     summary = campaign.run()

@@ -9,10 +9,25 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
-from ..smoke import compare, junit, load_baseline, markdown
-from ..store import DirLock, StoreError
-from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, positive_int, positive_seconds, seed_int, writable_file
-from .run import DEFAULT_SEEDS, add_campaign_arguments, check_seeds, config_from_args, stop_on_signals
+from ..campaign.smoke import compare, junit, load_baseline, markdown
+from ..campaign.store import DirLock, StoreError
+from .common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    UsageError,
+    fail,
+    positive_int,
+    positive_seconds,
+    seed_int,
+    writable_file,
+)
+from .run import (
+    DEFAULT_SEEDS,
+    add_campaign_arguments,
+    check_seeds,
+    config_from_args,
+    stop_on_signals,
+)
 
 DEFAULT_BASELINE = Path(__file__).resolve().parents[2] / "corpus" / "known-findings.json"
 MARKER = ".precfuzz-smoke"  # written into the directories smoke creates: only those are ever emptied again

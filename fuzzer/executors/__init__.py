@@ -43,14 +43,4 @@ def availability() -> dict[str, str | None]:
     return {name: create(name).availability() for name in REGISTRY}
 
 
-def available(names: list[str] | None = None) -> list[str]:
-    """Names of available executors (all registered ones by default), in registry order."""
-    status = availability()
-    chosen = list(REGISTRY) if names is None else names
-    for n in chosen:
-        if n not in REGISTRY:
-            raise KeyError(f"unknown executor {n!r} (known: {', '.join(REGISTRY)})")
-    return [n for n in chosen if status[n] is None]
-
-
-__all__ = ["REGISTRY", "ORACLE_EXECUTORS", "HIDDEN", "Executor", "Unsupported", "create", "availability", "available"]
+__all__ = ["REGISTRY", "ORACLE_EXECUTORS", "HIDDEN", "Executor", "Unsupported", "create", "availability"]

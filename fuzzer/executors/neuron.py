@@ -16,12 +16,13 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ..ir import Graph, Node, infer
+from ..ops import OPS, is_cast, tagged
 from .torch_exec import _fresh
 from .xla_exec import XlaExecutor
 
 UNAVAILABLE = "needs torch-neuronx and PJRT_DEVICE=NEURON"
 CAST_TYPES = {"bf16": "bfloat16", "fp16": "float16"}  # --auto-cast-type values the IR can express
-MATMULT_OPS = frozenset({"conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm"})  # ops on the matmult engine
+MATMULT_OPS = tagged(OPS, "contraction")  # ops on the matmult engine
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def compiler_autocast(graph: Graph, ops: frozenset[str] | None, dtype: str) -> G
     taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
     nodes: list[Node] = []
     for node in graph.nodes:
-        if node.op == "astype" or (ops is not None and node.op not in ops) or typed.values[node.id].dtype != "float32":
+        if is_cast(node.op) or (ops is not None and node.op not in ops) or typed.values[node.id].dtype != "float32":
             nodes.append(node)
             continue
         operands = []

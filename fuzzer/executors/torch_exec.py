@@ -16,14 +16,14 @@ import numpy as np
 from .. import outcome as oc
 from ..dtypes import is_float
 from ..ir import Graph, Input, Node, infer
-from ..ops import ValueInfo
+from ..ops import OPS, ValueInfo, is_cast, tagged
 from .base import Executor, Inputs
 from .torch_render import render_function
 
-# torch.autocast op lists, restricted to the IR's ops. Measured on torch 2.9.1 / torch_xla 2.9.0 and
+# torch.autocast op lists, read off the op records' tags. Measured on torch 2.9.1 / torch_xla 2.9.0 and
 # checked by tests/test_xla_executors.py (the policy graph's dtypes must match what autocast returns).
-AUTOCAST_LOWER = frozenset({"conv1d", "conv2d", "conv3d", "linear", "matmul", "bmm"})
-CPU_AUTOCAST_FP32: frozenset[str] = frozenset()  # CPU's fp32 list holds none of the IR's ops (softmax, norms run as given)
+AUTOCAST_LOWER = tagged(OPS, "autocast-lower")
+CPU_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-cpu")  # none of the IR's ops (softmax, norms run as given on CPU)
 
 
 def _value_types(inputs: tuple[Input, ...], nodes: list[Node]) -> dict[str, ValueInfo]:
@@ -84,7 +84,7 @@ def recast_inputs(graph: Graph, role: str | None, dtype: str, only: tuple[str, .
 def narrow(graph: Graph, wide: tuple[str, ...], dtype: str) -> Graph:
     """The graph with every input and cast of a `wide` dtype declared as `dtype` instead (computing in `dtype`)."""
     inputs = tuple(replace(i, dtype=dtype) if i.kind == "tensor" and i.dtype in wide else i for i in graph.inputs)
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": dtype}) if n.op == "astype" and n.attrs.get("dtype") in wide
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": dtype}) if is_cast(n.op) and n.attrs.get("dtype") in wide
                   else n for n in graph.nodes)
     return Graph(inputs, nodes, graph.outputs)
 

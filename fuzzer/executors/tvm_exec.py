@@ -14,6 +14,7 @@ from typing import Any, Union
 import numpy as np
 
 from ..ir import Graph, canonical, graph_to_json
+from ..ops import has_training_mode
 from .base import Executor, Inputs, Unsupported
 from .tvm_render import bridged, render_runtime
 
@@ -70,9 +71,9 @@ class TVMExecutor(Executor):
     def policy_graph(self, graph: Graph) -> Graph:
         """The graph with the semantics this pipeline's passes promise (batch_norm mode, see BATCH_NORM_TRAINING)."""
         mode = BATCH_NORM_TRAINING.get(self.pipeline)
-        if mode is None or not any(n.op == "batch_norm" for n in graph.nodes):
+        if mode is None or not any(has_training_mode(n.op) for n in graph.nodes):
             return graph
-        nodes = tuple(replace(n, attrs={**n.attrs, "training": mode}) if n.op == "batch_norm" else n for n in graph.nodes)
+        nodes = tuple(replace(n, attrs={**n.attrs, "training": mode}) if has_training_mode(n.op) else n for n in graph.nodes)
         return Graph(graph.inputs, nodes, graph.outputs)
 
     def bridged(self, graph: Graph) -> frozenset[str]:

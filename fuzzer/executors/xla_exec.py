@@ -25,13 +25,14 @@ import numpy as np
 from .. import outcome as oc
 from ..dtypes import is_float
 from ..ir import Graph, Input
+from ..ops import OPS, tagged
 from .base import Inputs
 from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, recast_inputs
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
-XLA_AUTOCAST_FP32 = frozenset({"softmax", "log_softmax", "batch_norm", "instance_norm"})
+XLA_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-xla")
 # What the device compiler must not change on its own: Neuron's default auto-casts fp32 matmuls to bf16.
 DECLARED_CC_FLAGS = "--auto-cast=none"
 _XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64"}

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Case, Graph, Input, IRError, Node, infer, input_values
+from ..ir import Case, Graph, IRError, Node, infer, input_values
 from ..values import ValueSpecError
 
 Spec = dict[str, Any]
@@ -62,12 +62,6 @@ def valid(case: Case) -> bool:
     except (IRError, ValueSpecError, ValueError, KeyError, TypeError):
         return False
     return True
-
-
-def map_inputs(case: Case, fn: Callable[[Input], Input | None]) -> Case:
-    """A case whose inputs went through `fn` (None keeps the input unchanged)."""
-    inputs = tuple(fn(i) or i for i in case.graph.inputs)
-    return case.with_graph(replace(case.graph, inputs=inputs))
 
 
 def reshape_spec(spec: Spec, old: tuple[int, ...], new: tuple[int, ...], edit: Callable[[np.ndarray], np.ndarray]) -> Spec:

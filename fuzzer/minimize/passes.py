@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from .candidates import Pass
-from .graph_passes import (bypass_nodes, default_attrs, drop_optional_operands, drop_unused_inputs, fewer_outputs,
-                           replace_by_values, truncate)
+from .graph_passes import (
+                           bypass_nodes,
+                           default_attrs,
+                           drop_optional_operands,
+                           drop_unused_inputs,
+                           fewer_outputs,
+                           replace_by_values,
+                           truncate,
+)
 from .shape_passes import fewer_dims, smaller_dims
 from .value_passes import fewer_input_sets, simpler_dtypes, simpler_values
 

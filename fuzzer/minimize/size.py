@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Case, infer
+from ..ops import is_cast
 from .edit import elements
 
 # Cost of a dtype: wider (float32) is simpler to reason about than the narrow formats; ints are left alone.
@@ -71,7 +72,7 @@ def size(case: Case) -> Size:
     dtypes = {i.dtype for i in graph.inputs if i.kind == "tensor"}
     narrow = sum(DTYPE_COST.get(i.dtype, 0) for i in graph.inputs if i.kind == "tensor")
     for node in graph.nodes:
-        if node.op == "astype" and node.attrs.get("dtype"):
+        if is_cast(node.op) and node.attrs.get("dtype"):
             dtypes.add(node.attrs["dtype"])
             narrow += DTYPE_COST.get(node.attrs["dtype"], 0)
     values = sum(spec_cost(i.init) for i in graph.inputs) + sum(spec_cost(v) for s in case.input_sets for v in s.values())

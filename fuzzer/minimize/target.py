@@ -7,9 +7,9 @@ from dataclasses import dataclass, replace
 
 from oracles.findings import Finding
 
+from ..analysis import promoted_breaks
 from ..check import Checker
 from ..executors import ORACLE_EXECUTORS, REGISTRY
-from ..analysis import promoted_breaks
 from ..ir import Case, Graph
 
 WHOLE_GRAPH_ORACLES = ("crash", "timeout")  # their signatures name every op and input dtype of the graph

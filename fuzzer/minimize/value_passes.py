@@ -9,6 +9,7 @@ import numpy as np
 
 from ..dtypes import is_float
 from ..ir import Case, Input, input_values
+from ..ops import is_cast
 from ..values import DISTRIBUTIONS, ValueSpecError, make_values
 from .candidates import Candidate, offer
 from .edit import Spec, simplest_spec
@@ -20,7 +21,7 @@ WIDEST_FIRST = ("float64", "float32", "bfloat16", "float16")
 def _float_dtypes(case: Case) -> list[str]:
     """Float dtypes of tensor inputs and astype targets, in WIDEST_FIRST order."""
     present = {i.dtype for i in case.graph.inputs if i.kind == "tensor"}
-    present |= {n.attrs.get("dtype") for n in case.graph.nodes if n.op == "astype"}
+    present |= {n.attrs.get("dtype") for n in case.graph.nodes if is_cast(n.op)}
     return [d for d in WIDEST_FIRST if d in present]
 
 
@@ -30,7 +31,7 @@ def _retype(case: Case, old: str, new: str, only: str | None = None) -> Case:
     inputs = tuple(replace(i, dtype=new) if i.kind == "tensor" and i.dtype == old and only in (None, i.name) else i
                    for i in g.inputs)
     nodes = g.nodes if only else tuple(
-        replace(n, attrs={**n.attrs, "dtype": new}) if n.op == "astype" and n.attrs.get("dtype") == old else n for n in g.nodes)
+        replace(n, attrs={**n.attrs, "dtype": new}) if is_cast(n.op) and n.attrs.get("dtype") == old else n for n in g.nodes)
     return case.with_graph(replace(g, inputs=inputs, nodes=nodes))
 
 

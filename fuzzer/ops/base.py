@@ -97,13 +97,76 @@ DIMS = AttrType("null or a non-empty list of ints", lambda v: v is None or (_int
 SHAPE = AttrType("a non-empty list of ints >= 1", lambda v: _ints(v) and len(v) > 0 and all(x >= 1 for x in v))
 DTYPE = one_of(*DTYPES)
 
+@dataclass(frozen=True)
+class TorchCall:
+    """What an op's PyTorch renderer gets: one rendered operand per slot ("None" where absent), its attributes."""
+
+    args: list[str]
+    attrs: dict[str, Any]
+    scalar: bool  # the first operand is a Python number (math.exp, not torch.exp)
+
+
+@dataclass(frozen=True)
+class RelaxCall:
+    """What an op's Relax renderer gets: the lowering (fuzzer.executors.tvm_render), the node, its compute dtype."""
+
+    low: Any  # operand(), param(), emit(), dt(), name_of(), typed
+    node: Any
+    dtype: str  # the dtype the node computes in (its operands are cast to it)
+    attrs: dict[str, Any]
+    x_shape: tuple[int, ...]  # shape of the first operand (() for a Python number)
+
+    def arg(self, i: int, dtype: str | None = None) -> str:
+        """Operand slot `i` as a Relax value of `dtype` (the compute dtype by default)."""
+        ins = list(self.node.inputs) + [None] * 5
+        return self.low.operand(ins[i], dtype or self.dtype)
+
+    def slot(self, i: int) -> Any:
+        """The raw operand in slot `i` (None where absent)."""
+        ins = list(self.node.inputs) + [None] * 5
+        return ins[i]
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small valid use of an op: inputs (name, shape, role, init; the dtype is the example's), operands, attributes."""
+
+    inputs: tuple[tuple[str, tuple[int, ...], str, dict[str, Any]], ...]
+    operands: tuple[Any, ...]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+OTHER_FLOAT = "<another float dtype>"  # an Example attribute: float32 for a float16 example, else float16
+
+
+def example_input(name: str, shape: list[int], role: str = "input", init: dict[str, Any] | None = None
+                  ) -> tuple[str, tuple[int, ...], str, dict[str, Any]]:
+    """One Example input: normal values seeded by its name and shape unless `init` says otherwise."""
+    return (name, tuple(shape), role, dict(init or {"dist": "normal", "seed": len(name) + sum(shape)}))
+
+
+POSITIVE = {"dist": "uniform", "low": 0.5, "high": 2.0, "seed": 2}  # Example values where an op needs x > 0
+
+
 InferFn = Callable[[list["ValueInfo | None"], dict[str, Any]], Typed]
 RefFn = Callable[..., np.ndarray]  # fn(*operands, **attrs) in float64; pasted into repro scripts
+IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], ValueInfo], tuple[float, float]]
+
+# What the rest of precfuzz asks of an op by tag (one list each, read off the table):
+#   contraction        conv/linear/matmul: float32 accumulators for low-precision operands (TVM out_dtype,
+#                      Neuron's matmult engine)
+#   autocast-lower     torch.autocast casts its float operands to the low-precision dtype (CPU and XLA)
+#   autocast-fp32-xla  torch.autocast("xla") casts its float operands to float32
+#   autocast-fp32-cpu  torch.autocast("cpu") casts its float operands to float32 (none of the IR's ops today)
+TAGS = ("contraction", "autocast-lower", "autocast-fp32-xla", "autocast-fp32-cpu")
 
 
 @dataclass(frozen=True)
 class OpSpec:
-    """One op: its operand slots, attribute defaults, type rule and fp64 reference."""
+    """One op, everything about it: type rule, fp64 reference, PyTorch and Relax lowerings, value interval, example.
+
+    Renderers, generators, autocast policies and tests read these records; adding an op is adding one.
+    """
 
     name: str
     family: str
@@ -111,16 +174,27 @@ class OpSpec:
     attrs: dict[str, Any]
     infer: InferFn
     reference: RefFn
+    torch: Callable[[TorchCall], str]  # the PyTorch expression (torch, F, math in scope)
+    relax: Callable[[RelaxCall], str]  # the final Relax call (R in scope), its operands bound through the lowering
+    interval: IntervalRule  # an interval holding every value the fp64 reference can produce (generators)
+    example: Example
     params: tuple[int, ...] = ()  # operand slots holding parameters (weights, biases, running stats)
     scalars_ok: bool = False  # accepts Python scalars
     attr_types: dict[str, AttrType] = field(default_factory=dict)  # what each attribute accepts (one per attr)
-    doc: str = ""
-    tags: tuple[str, ...] = field(default=())
+    tags: frozenset[str] = frozenset()  # see TAGS
+    relax_dtype: Callable[[RelaxCall], str] | None = None  # the dtype the Relax op yields, where not the compute one
 
     @property
     def required(self) -> int:
         """Number of mandatory operand slots."""
         return sum(1 for s in self.operands if not s.endswith("?"))
+
+
+def tagged(ops: dict[str, OpSpec], tag: str) -> frozenset[str]:
+    """Names of the ops carrying `tag`."""
+    if tag not in TAGS:
+        raise KeyError(f"unknown op tag {tag!r} (known: {', '.join(TAGS)})")
+    return frozenset(name for name, spec in ops.items() if tag in spec.tags)
 
 
 def broadcast_shapes(node_shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -135,12 +209,6 @@ def require_float(info: ValueInfo, what: str) -> None:
     """Raise unless `info` is floating point."""
     if not info.dtype.startswith(("float", "bfloat")):
         raise IRError(f"{what} must be floating point, got {info.dtype}")
-
-
-def require_rank(info: ValueInfo, ranks: tuple[int, ...], what: str) -> None:
-    """Raise unless `info` has one of the given ranks."""
-    if info.is_scalar or len(info.shape) not in ranks:
-        raise IRError(f"{what} must have rank {' or '.join(map(str, ranks))}, got shape {list(info.shape)}")
 
 
 def norm_dim(dim: int, rank: int, what: str = "dim") -> int:

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..dtypes import check_dtype
 from ..promotion import float_result, result_type
-from .base import DTYPE, IRError, OpSpec, Typed, ValueInfo, broadcast_shapes, one_of, require_float, tensor
+from . import intervals as iv
+from .base import (
+    DTYPE,
+    OTHER_FLOAT,
+    POSITIVE,
+    Example,
+    IRError,
+    OpSpec,
+    RelaxCall,
+    TorchCall,
+    Typed,
+    ValueInfo,
+    broadcast_shapes,
+    example_input,
+    one_of,
+    require_float,
+    tensor,
+)
 
 
 def _binary(true_div: bool = False):
@@ -151,21 +168,75 @@ def astype(a, **_: Any) -> np.ndarray:
     return np.asarray(a, dtype=np.float64)
 
 
+# ---------------------------------------------------------------- lowerings
+
+_RELAX_BINARY = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+_RELAX_UNARY = {"neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
+                "cos": "cos", "tanh": "tanh", "silu": "nn.silu"}
+
+
+def _torch_binary(symbol: str) -> Callable[[TorchCall], str]:
+    return lambda c: f"{c.args[0]} {symbol} {c.args[1]}"
+
+
+def _torch_unary(fn: str, math_fn: str | None = None) -> Callable[[TorchCall], str]:
+    """torch.<fn>(x), or math.<fn>(x) on a Python number where math has it."""
+    return lambda c: f"{math_fn if c.scalar and math_fn else fn}({c.args[0]})"
+
+
+def _relax_binary(op: str) -> Callable[[RelaxCall], str]:
+    return lambda c: f"R.op.{_RELAX_BINARY[op]}({c.arg(0)}, {c.arg(1)})"
+
+
+def _relax_unary(op: str) -> Callable[[RelaxCall], str]:
+    return lambda c: f"R.op.{_RELAX_UNARY[op]}({c.arg(0)})"
+
+
+def _relax_gelu(c: RelaxCall) -> str:
+    return f"R.op.nn.{'gelu_tanh' if c.attrs['approximate'] == 'tanh' else 'gelu'}({c.arg(0)})"
+
+
+def _relax_astype(c: RelaxCall) -> str:
+    return f"R.op.astype({c.low.name_of(c.slot(0))}, {c.low.dt(c.dtype)})"
+
+
+_XY = Example((example_input("x", [2, 3, 8]), example_input("y", [3, 8])), ("x", "y"))
+_X = Example((example_input("x", [2, 3, 8]),), ("x",))
+_X_POSITIVE = Example((example_input("x", [2, 3, 8], init=POSITIVE),), ("x",))
 OPS: list[OpSpec] = [
-    OpSpec("add", "elementwise", ("a", "b"), {}, _binary(), add, scalars_ok=True),
-    OpSpec("sub", "elementwise", ("a", "b"), {}, _binary(), sub, scalars_ok=True),
-    OpSpec("mul", "elementwise", ("a", "b"), {}, _binary(), mul, scalars_ok=True),
-    OpSpec("div", "elementwise", ("a", "b"), {}, _binary(true_div=True), div, scalars_ok=True),
-    OpSpec("neg", "elementwise", ("a",), {}, _unary(float_valued=False), neg, scalars_ok=True),
-    OpSpec("exp", "elementwise", ("a",), {}, _unary(), exp, scalars_ok=True),
-    OpSpec("log", "elementwise", ("a",), {}, _unary(), log, scalars_ok=True),
-    OpSpec("sqrt", "elementwise", ("a",), {}, _unary(), sqrt, scalars_ok=True),
-    OpSpec("rsqrt", "elementwise", ("a",), {}, _unary(tensor_only=True), rsqrt),
-    OpSpec("sin", "elementwise", ("a",), {}, _unary(), sin, scalars_ok=True),
-    OpSpec("cos", "elementwise", ("a",), {}, _unary(), cos, scalars_ok=True),
-    OpSpec("tanh", "elementwise", ("a",), {}, _unary(tensor_only=True), tanh),
+    OpSpec("add", "elementwise", ("a", "b"), {}, _binary(), add, _torch_binary("+"), _relax_binary("add"),
+           iv.binary_rule(iv.add), _XY, scalars_ok=True),
+    OpSpec("sub", "elementwise", ("a", "b"), {}, _binary(), sub, _torch_binary("-"), _relax_binary("sub"),
+           iv.binary_rule(iv.sub), _XY, scalars_ok=True),
+    OpSpec("mul", "elementwise", ("a", "b"), {}, _binary(), mul, _torch_binary("*"), _relax_binary("mul"),
+           iv.binary_rule(iv.mul), _XY, scalars_ok=True),
+    OpSpec("div", "elementwise", ("a", "b"), {}, _binary(true_div=True), div, _torch_binary("/"), _relax_binary("div"),
+           iv.binary_rule(iv.div),
+           Example((example_input("x", [2, 3, 8]), example_input("y", [3, 8], init=POSITIVE)), ("x", "y")),
+           scalars_ok=True),
+    OpSpec("neg", "elementwise", ("a",), {}, _unary(float_valued=False), neg, lambda c: f"-{c.args[0]}",
+           _relax_unary("neg"), iv.unary_rule(lambda a: (-a[1], -a[0])), _X, scalars_ok=True),
+    OpSpec("exp", "elementwise", ("a",), {}, _unary(), exp, _torch_unary("torch.exp", "math.exp"), _relax_unary("exp"),
+           iv.unary_rule(lambda a: (iv.exp_bound(a[0]), iv.exp_bound(a[1]))), _X, scalars_ok=True),
+    OpSpec("log", "elementwise", ("a",), {}, _unary(), log, _torch_unary("torch.log", "math.log"), _relax_unary("log"),
+           iv.unary_rule(iv.log), _X_POSITIVE, scalars_ok=True),
+    OpSpec("sqrt", "elementwise", ("a",), {}, _unary(), sqrt, _torch_unary("torch.sqrt", "math.sqrt"),
+           _relax_unary("sqrt"), iv.unary_rule(iv.sqrt), _X_POSITIVE, scalars_ok=True),
+    OpSpec("rsqrt", "elementwise", ("a",), {}, _unary(tensor_only=True), rsqrt, _torch_unary("torch.rsqrt"),
+           _relax_unary("rsqrt"), iv.unary_rule(iv.rsqrt), _X_POSITIVE),
+    OpSpec("sin", "elementwise", ("a",), {}, _unary(), sin, _torch_unary("torch.sin", "math.sin"), _relax_unary("sin"),
+           iv.unary_rule(lambda a: (-1.0, 1.0)), _X, scalars_ok=True),
+    OpSpec("cos", "elementwise", ("a",), {}, _unary(), cos, _torch_unary("torch.cos", "math.cos"), _relax_unary("cos"),
+           iv.unary_rule(lambda a: (-1.0, 1.0)), _X, scalars_ok=True),
+    OpSpec("tanh", "elementwise", ("a",), {}, _unary(tensor_only=True), tanh, _torch_unary("torch.tanh"),
+           _relax_unary("tanh"), iv.unary_rule(lambda a: (math.tanh(a[0]), math.tanh(a[1]))), _X),
     OpSpec("gelu", "activation", ("a",), {"approximate": "none"}, _infer_activation, gelu,
+           lambda c: f"F.gelu({c.args[0]}, approximate={c.attrs['approximate']!r})", _relax_gelu,
+           iv.unary_rule(iv.gelu_like(-0.1701)), Example(_X.inputs, ("x",), {"approximate": "tanh"}),
            attr_types={"approximate": one_of("none", "tanh")}),
-    OpSpec("silu", "activation", ("a",), {}, _infer_activation, silu),
-    OpSpec("astype", "cast", ("a",), {"dtype": None}, _infer_astype, astype, attr_types={"dtype": DTYPE}),
+    OpSpec("silu", "activation", ("a",), {}, _infer_activation, silu, _torch_unary("F.silu"), _relax_unary("silu"),
+           iv.unary_rule(iv.gelu_like(-0.2785)), _X),
+    OpSpec("astype", "cast", ("a",), {"dtype": None}, _infer_astype, astype,
+           lambda c: f"{c.args[0]}.to(torch.{c.attrs['dtype']})", _relax_astype, iv.astype_rule,
+           Example(_X.inputs, ("x",), {"dtype": OTHER_FLOAT}), attr_types={"dtype": DTYPE}),
 ]

@@ -7,9 +7,25 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from ..dtypes import LOW_PRECISION
 from ..promotion import promote_types
-from .base import (POSITIVE_INT, ChainBreak, IRError, OpSpec, Typed, ValueInfo, int_or_ints, param_dtype_rule,
-                   require_float, tensor)
+from . import intervals as iv
+from .base import (
+    POSITIVE_INT,
+    ChainBreak,
+    Example,
+    IRError,
+    OpSpec,
+    RelaxCall,
+    TorchCall,
+    Typed,
+    ValueInfo,
+    example_input,
+    int_or_ints,
+    param_dtype_rule,
+    require_float,
+    tensor,
+)
 
 
 def _tuple(value: Any, nd: int, what: str) -> tuple[int, ...]:
@@ -128,17 +144,73 @@ def matmul(a, b, **_: Any) -> np.ndarray:
     return np.matmul(a, b)
 
 
+# ---------------------------------------------------------------- lowerings
+
+
+def accumulate_dtype(c: RelaxCall) -> str:
+    """float32 for low-precision operands (out_dtype, as TVM's PyTorch frontend emits them), else the compute dtype."""
+    return "float32" if c.dtype in LOW_PRECISION else c.dtype
+
+
+def _relax_product(c: RelaxCall) -> str:
+    """Conv, linear, matmul: low-precision operands accumulate in float32 (out_dtype); the result is cast back."""
+    acc = accumulate_dtype(c)
+    out_dtype = "" if acc == c.dtype else f", out_dtype={c.low.dt(acc)}"
+    a, b = c.arg(0), c.arg(1)
+    op = c.node.op
+    bias = None if c.slot(2) is None else c.arg(2, acc)
+    if op == "linear":
+        return f"R.op.linear({a}, {b}{'' if bias is None else ', ' + bias}{out_dtype})"
+    if op in ("matmul", "bmm"):
+        return f"R.op.matmul({a}, {b}{out_dtype})"
+    stride, padding, dilation, groups = conv_attrs(int(op[4]), c.attrs)
+    conv = (f"R.op.nn.{op}({a}, {b}, strides={list(stride)}, padding={list(padding)}, "
+            f"dilation={list(dilation)}, groups={groups}{out_dtype})")
+    if bias is None:
+        return conv
+    hint = c.low.name_of(c.node.id)
+    conv = c.low.emit(conv, f"{hint}_conv")
+    shaped = c.low.emit(f"R.op.reshape({bias}, {[1, -1] + [1] * (len(c.x_shape) - 2)})", f"{hint}_bias")
+    return f"R.op.add({conv}, {shaped})"
+
+
+def _torch_conv(c: TorchCall, op: str) -> str:
+    kw = ", ".join(f"{k}={c.attrs[k]!r}" for k in ("stride", "padding", "dilation", "groups"))
+    return f"F.{op}({c.args[0]}, {c.args[1]}, {c.args[2]}, {kw})"
+
+
+def _conv_example(nd: int) -> Example:
+    return Example((example_input("x", [1, 4] + [6] * nd), example_input("w", [6, 2] + [3] * nd, "param"),
+                    example_input("b", [6], "param")), ("x", "w", "b"),
+                   {"stride": 1, "padding": 1, "dilation": 1, "groups": 2})
+
+
+def _conv_op(nd: int) -> OpSpec:
+    name = f"conv{nd}d"
+    return OpSpec(name, "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(nd), conv,
+                  lambda c: _torch_conv(c, name), _relax_product, iv.dot_rule(iv.conv_fan), _conv_example(nd),
+                  params=(1, 2), attr_types=_CONV_TYPES, tags=_CONTRACTION, relax_dtype=accumulate_dtype)
+
+
 _CONV_ATTRS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1}
 _CONV_TYPES = {"stride": int_or_ints(1), "padding": int_or_ints(0), "dilation": int_or_ints(1), "groups": POSITIVE_INT}
+_CONTRACTION = frozenset({"contraction", "autocast-lower"})
+_INNER = iv.dot_rule(lambda infos, a: infos[0].shape[-1])  # type: ignore[union-attr]
+_MATMUL_EXAMPLE = Example((example_input("x", [2, 3, 8]), example_input("y", [2, 8, 4])), ("x", "y"))
 
 OPS: list[OpSpec] = [
-    OpSpec("conv1d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(1), conv, params=(1, 2),
-           attr_types=_CONV_TYPES),
-    OpSpec("conv2d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(2), conv, params=(1, 2),
-           attr_types=_CONV_TYPES),
-    OpSpec("conv3d", "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(3), conv, params=(1, 2),
-           attr_types=_CONV_TYPES),
-    OpSpec("linear", "linear", ("x", "weight", "bias?"), {}, _infer_linear, linear, params=(1, 2)),
-    OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul),
-    OpSpec("bmm", "matmul", ("a", "b"), {}, _infer_matmul(True), matmul),
+    _conv_op(1),
+    _conv_op(2),
+    _conv_op(3),
+    OpSpec("linear", "linear", ("x", "weight", "bias?"), {}, _infer_linear, linear,
+           lambda c: f"F.linear({c.args[0]}, {c.args[1]}, {c.args[2]})", _relax_product, _INNER,
+           Example((example_input("x", [2, 3, 8]), example_input("w", [5, 8], "param"), example_input("b", [5], "param")),
+                   ("x", "w", "b")),
+           params=(1, 2), tags=_CONTRACTION, relax_dtype=accumulate_dtype),
+    OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul,
+           lambda c: f"torch.matmul({c.args[0]}, {c.args[1]})", _relax_product, _INNER, _MATMUL_EXAMPLE,
+           tags=_CONTRACTION, relax_dtype=accumulate_dtype),
+    OpSpec("bmm", "matmul", ("a", "b"), {}, _infer_matmul(True), matmul,
+           lambda c: f"torch.bmm({c.args[0]}, {c.args[1]})", _relax_product, _INNER, _MATMUL_EXAMPLE,
+           tags=_CONTRACTION, relax_dtype=accumulate_dtype),
 ]

@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import LOW_PRECISION
-from .base import (BOOL, EPS, POSITIVE_INT, SHAPE, IRError, OpSpec, Typed, ValueInfo, acc_mean, param_dtype_rule, require_float,
-                   tensor)
+from ..promotion import promote_types
+from . import intervals as iv
+from .base import (
+    BOOL,
+    EPS,
+    POSITIVE,
+    POSITIVE_INT,
+    SHAPE,
+    Example,
+    IRError,
+    OpSpec,
+    RelaxCall,
+    TorchCall,
+    Typed,
+    ValueInfo,
+    acc_mean,
+    example_input,
+    param_dtype_rule,
+    require_float,
+    tensor,
+)
 
 
 def _eps(attrs: dict[str, Any]) -> float:
@@ -172,16 +192,117 @@ def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
     return _affine(normalize(x, mu, v, eps), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
 
 
+# ---------------------------------------------------------------- lowerings
+
+
+def _torch_layer_norm(c: TorchCall) -> str:
+    a = c.args
+    return f"F.layer_norm({a[0]}, {list(c.attrs['normalized_shape'])!r}, {a[1]}, {a[2]}, eps={c.attrs['eps']!r})"
+
+
+def _torch_rms_norm(c: TorchCall) -> str:
+    return f"F.rms_norm({c.args[0]}, {list(c.attrs['normalized_shape'])!r}, {c.args[1]}, eps={c.attrs['eps']!r})"
+
+
+def _torch_group_norm(c: TorchCall) -> str:
+    a = c.args
+    return f"F.group_norm({a[0]}, {c.attrs['num_groups']!r}, {a[1]}, {a[2]}, eps={c.attrs['eps']!r})"
+
+
+def _torch_batch_norm(c: TorchCall) -> str:
+    a, eps = c.args, c.attrs["eps"]
+    if c.attrs["training"]:  # training mode updates the running statistics in place: give it copies
+        return f"F.batch_norm({a[0]}, {a[1]}.clone(), {a[2]}.clone(), {a[3]}, {a[4]}, training=True, eps={eps!r})"
+    return f"F.batch_norm({a[0]}, {a[1]}, {a[2]}, {a[3]}, {a[4]}, training=False, eps={eps!r})"
+
+
+def _torch_instance_norm(c: TorchCall) -> str:
+    return f"F.instance_norm({c.args[0]}, weight={c.args[1]}, bias={c.args[2]}, eps={c.attrs['eps']!r})"
+
+
+def _weights(c: RelaxCall, first: int, shape: tuple[int, ...], names: tuple[str, ...] = ("weight", "bias"),
+             dtype: str | None = None) -> list[str]:
+    """Optional weight/bias slots as Relax values, ones/zeros of `shape` where absent (Relax norms need both)."""
+    fills = {"weight": "ones", "bias": "zeros"}
+    hint = c.low.name_of(c.node.id)
+    return [c.low.param(c.slot(first + k), shape, dtype or c.dtype, fills[n], f"{hint}_{n}") for k, n in enumerate(names)]
+
+
+def _relax_layer_norm(c: RelaxCall) -> str:
+    shape = tuple(c.attrs["normalized_shape"])
+    x = c.arg(0)
+    w, b = _weights(c, 1, shape)
+    return f"R.op.nn.layer_norm({x}, {w}, {b}, axes={list(range(-len(shape), 0))}, epsilon={c.attrs['eps']!r})"
+
+
+def _rms_dtype(c: RelaxCall) -> str:
+    """PyTorch's rms_norm computes with the weight in the promoted dtype (opmath) and returns it."""
+    if c.slot(1) is None:
+        return c.dtype
+    return promote_types(c.low.typed.values[c.slot(0)].dtype, c.low.typed.values[c.slot(1)].dtype)
+
+
+def _relax_rms_norm(c: RelaxCall) -> str:
+    shape = tuple(c.attrs["normalized_shape"])
+    dt = _rms_dtype(c)
+    x = c.arg(0, dt)
+    (w,) = _weights(c, 1, shape, ("weight",), dt)
+    return f"R.op.nn.rms_norm({x}, {w}, axes={list(range(-len(shape), 0))}, epsilon={c.attrs['eps']!r})"
+
+
+def _relax_group_norm(c: RelaxCall) -> str:
+    x = c.arg(0)
+    w, b = _weights(c, 1, (c.x_shape[1],))
+    return (f"R.op.nn.group_norm({x}, {w}, {b}, num_groups={c.attrs['num_groups']}, channel_axis=1, "
+            f"axes={list(range(2, len(c.x_shape)))}, epsilon={c.attrs['eps']!r})")
+
+
+def _relax_batch_norm(c: RelaxCall) -> str:
+    x = c.arg(0)
+    w, b = _weights(c, 3, (c.x_shape[1],))
+    m, v = c.arg(1), c.arg(2)
+    bn = c.low.emit(f"R.op.nn.batch_norm({x}, {w}, {b}, {m}, {v}, axis=1, "
+                    f"epsilon={c.attrs['eps']!r}, training={bool(c.attrs['training'])})", f"{c.low.name_of(c.node.id)}_bn")
+    return f"R.TupleGetItem({bn}, 0)"
+
+
+def _relax_instance_norm(c: RelaxCall) -> str:
+    x = c.arg(0)
+    w, b = _weights(c, 1, (c.x_shape[1],))
+    return (f"R.op.nn.instance_norm({x}, {w}, {b}, channel_axis=1, axes={list(range(2, len(c.x_shape)))}, "
+            f"epsilon={c.attrs['eps']!r})")
+
+
+_SEQ = example_input("x", [2, 3, 8])
+_CHANNELS = example_input("x", [2, 4, 6])
+_AFFINE_8 = (example_input("w", [8], "param"), example_input("b", [8], "param"))
+_AFFINE_4 = (example_input("w", [4], "param"), example_input("b", [4], "param"))
+
 OPS: list[OpSpec] = [
     OpSpec("layer_norm", "norm", ("x", "weight?", "bias?"), {"normalized_shape": None, "eps": 1e-5},
-           _infer_layer_norm, layer_norm, params=(1, 2), attr_types={"normalized_shape": SHAPE, "eps": EPS}),
+           _infer_layer_norm, layer_norm, _torch_layer_norm, _relax_layer_norm,
+           iv.norm_rule(lambda x, a: math.prod(a["normalized_shape"])),
+           Example((_SEQ, *_AFFINE_8), ("x", "w", "b"), {"normalized_shape": [8], "eps": 1e-5}),
+           params=(1, 2), attr_types={"normalized_shape": SHAPE, "eps": EPS}),
     OpSpec("rms_norm", "norm", ("x", "weight?"), {"normalized_shape": None, "eps": 1e-6},
-           _infer_rms_norm, rms_norm, params=(1,), attr_types={"normalized_shape": SHAPE, "eps": EPS}),
+           _infer_rms_norm, rms_norm, _torch_rms_norm, _relax_rms_norm,
+           iv.norm_rule(lambda x, a: math.prod(a["normalized_shape"])),
+           Example((_SEQ, _AFFINE_8[0]), ("x", "w"), {"normalized_shape": [8], "eps": 1e-6}),
+           params=(1,), attr_types={"normalized_shape": SHAPE, "eps": EPS}, relax_dtype=_rms_dtype),
     OpSpec("group_norm", "norm", ("x", "weight?", "bias?"), {"num_groups": 1, "eps": 1e-5},
-           _infer_group_norm, group_norm, params=(1, 2), attr_types={"num_groups": POSITIVE_INT, "eps": EPS}),
+           _infer_group_norm, group_norm, _torch_group_norm, _relax_group_norm,
+           iv.norm_rule(lambda x, a: math.prod(x.shape[1:]) // a["num_groups"]),
+           Example((_CHANNELS, *_AFFINE_4), ("x", "w", "b"), {"num_groups": 2, "eps": 1e-5}),
+           params=(1, 2), attr_types={"num_groups": POSITIVE_INT, "eps": EPS}),
     OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5, "training": False},
-           _infer_batch_norm, batch_norm, params=(1, 2, 3, 4), attr_types={"eps": EPS, "training": BOOL}),
+           _infer_batch_norm, batch_norm, _torch_batch_norm, _relax_batch_norm, iv.batch_norm_rule,
+           Example((_CHANNELS, example_input("rm", [4], "param"), example_input("rv", [4], "param", POSITIVE),
+                    *_AFFINE_4), ("x", "rm", "rv", "w", "b"), {"eps": 1e-5}),
+           params=(1, 2, 3, 4), attr_types={"eps": EPS, "training": BOOL},
+           tags=frozenset({"autocast-fp32-xla"})),
     OpSpec("instance_norm", "norm", ("x", "weight?", "bias?"), {"eps": 1e-5},
-           _infer_instance_norm, instance_norm, params=(1, 2), attr_types={"eps": EPS}),
+           _infer_instance_norm, instance_norm, _torch_instance_norm, _relax_instance_norm,
+           iv.norm_rule(lambda x, a: math.prod(x.shape[2:])),
+           Example((_CHANNELS, *_AFFINE_4), ("x", "w", "b"), {"eps": 1e-5}),
+           params=(1, 2), attr_types={"eps": EPS}, tags=frozenset({"autocast-fp32-xla"})),
 ]
-

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ..dtypes import is_float
-from .base import (BOOL, DIMS, INT, NONNEGATIVE_INT, IRError, OpSpec, Typed, ValueInfo, acc_mean, acc_sum, norm_dim,
-                   require_float, tensor)
+from . import intervals as iv
+from .base import (
+    BOOL,
+    DIMS,
+    INT,
+    NONNEGATIVE_INT,
+    Example,
+    IRError,
+    OpSpec,
+    RelaxCall,
+    TorchCall,
+    Typed,
+    ValueInfo,
+    acc_mean,
+    acc_sum,
+    example_input,
+    norm_dim,
+    require_float,
+    tensor,
+)
 
 
 def _dims(a: ValueInfo, attrs: dict[str, Any]) -> tuple[int, ...]:
@@ -91,15 +109,78 @@ def log_softmax(a, dim=-1, **_: Any) -> np.ndarray:
         return a - m - np.log(acc_sum(np.exp(a - m), dim, keepdims=True))
 
 
+# ---------------------------------------------------------------- lowerings
+
+
+def _dims_src(dims: Any) -> str:
+    return "None" if dims is None else repr([int(d) for d in dims])
+
+
+def _torch_reduce(op: str) -> Callable[[TorchCall], str]:
+    def render(c: TorchCall) -> str:
+        dims = c.attrs["dims"]
+        if dims is None:
+            return f"torch.{op}({c.args[0]})"
+        return f"torch.{op}({c.args[0]}, dim={list(dims)!r}, keepdim={bool(c.attrs['keepdim'])})"
+
+    return render
+
+
+def _torch_var(c: TorchCall) -> str:
+    dims = None if c.attrs["dims"] is None else list(c.attrs["dims"])
+    return (f"torch.var({c.args[0]}, dim={dims!r}, correction={c.attrs['correction']!r}, "
+            f"keepdim={bool(c.attrs['keepdim'])})")
+
+
+def _relax_reduce(op: str) -> Callable[[RelaxCall], str]:
+    return lambda c: (f"R.op.{op}({c.arg(0)}, axis={_dims_src(c.attrs['dims'])}, "
+                      f"keepdims={bool(c.attrs['keepdim'])})")
+
+
+def _relax_var(c: RelaxCall) -> str:
+    """Variance: R.op.variance, or TVM's own variance formula (mean of squared deviations) with n - correction."""
+    axis, keep, corr = _dims_src(c.attrs["dims"]), bool(c.attrs["keepdim"]), c.attrs["correction"]
+    x = c.arg(0)
+    if not corr:
+        return f"R.op.variance({x}, axis={axis}, keepdims={keep})"
+    shape = c.x_shape
+    dims = set(range(len(shape)) if c.attrs["dims"] is None else (int(d) % len(shape) for d in c.attrs["dims"]))
+    count = 1
+    for d in dims:
+        count *= shape[d]
+    hint = c.low.name_of(c.node.id)
+    mean = c.low.emit(f"R.op.mean({x}, axis={axis}, keepdims=True)", f"{hint}_mean")
+    dev = c.low.emit(f"R.op.subtract({x}, {mean})", f"{hint}_dev")
+    sq = c.low.emit(f"R.op.multiply({dev}, {dev})", f"{hint}_sq")
+    total = c.low.emit(f"R.op.sum({sq}, axis={axis}, keepdims={keep})", f"{hint}_sum")
+    return f"R.op.divide({total}, R.const({float(count - corr)!r}, {c.low.dt(c.dtype)}))"
+
+
+def _torch_softmax(op: str) -> Callable[[TorchCall], str]:
+    return lambda c: f"torch.{op}({c.args[0]}, dim={c.attrs['dim']!r})"
+
+
+def _relax_softmax(op: str) -> Callable[[RelaxCall], str]:
+    return lambda c: f"R.op.nn.{op}({c.arg(0)}, axis={int(c.attrs['dim'])})"
+
+
 _REDUCE_TYPES = {"dims": DIMS, "keepdim": BOOL}
+_X = (example_input("x", [2, 3, 8]),)
 
 OPS: list[OpSpec] = [
     OpSpec("sum", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("sum"), sum,
-           attr_types=_REDUCE_TYPES),
+           _torch_reduce("sum"), _relax_reduce("sum"), iv.reduce_rule("sum"),
+           Example(_X, ("x",), {"dims": [-1], "keepdim": False}), attr_types=_REDUCE_TYPES),
     OpSpec("mean", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("mean"), mean,
-           attr_types=_REDUCE_TYPES),
+           _torch_reduce("mean"), _relax_reduce("mean"), iv.reduce_rule("mean"),
+           Example(_X, ("x",), {"dims": [-1], "keepdim": True}), attr_types=_REDUCE_TYPES),
     OpSpec("var", "reduction", ("a",), {"dims": None, "keepdim": False, "correction": 1}, _infer_reduce("var"), var,
+           _torch_var, _relax_var, iv.reduce_rule("var"), Example(_X, ("x",), {"dims": [-1], "keepdim": False}),
            attr_types={**_REDUCE_TYPES, "correction": NONNEGATIVE_INT}),
-    OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, attr_types={"dim": INT}),
-    OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax, attr_types={"dim": INT}),
+    OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, _torch_softmax("softmax"),
+           _relax_softmax("softmax"), iv.softmax_rule(log=False), Example(_X, ("x",), {"dim": -1}),
+           attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"})),
+    OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax, _torch_softmax("log_softmax"),
+           _relax_softmax("log_softmax"), iv.softmax_rule(log=True), Example(_X, ("x",), {"dim": -1}),
+           attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"})),
 ]

@@ -23,17 +23,17 @@ from typing import Any, Callable, Iterator
 from oracles.bugs import BASE_VARIANT, case_keys, error_family
 from oracles.findings import Finding
 
-from .artifacts import REPRO_FULL, run_script, write_finding
+from ..artifacts import REPRO_FULL, run_script, write_finding
+from ..check import Checker, CheckResult
+from ..executors import create
+from ..ir import Case, load_case, save_case
+from ..isolation import ExecutorPool
+from ..minimize import Target, minimize, recheck
 from .bug_book import KIND_ORDER, Bug, BugBook
-from .check import Checker, CheckResult
-from .executors import create
-from .ir import Case, load_case, save_case
-from .isolation import ExecutorPool
-from .minimize import Target, minimize, recheck
 from .progress import Progress, Snapshot
+from .state import STATE_VERSION, CampaignState
 from .store import CampaignStore, StoreError
 
-STATE_VERSION = 1
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 
 
@@ -131,34 +131,30 @@ class Campaign:
     def _load(self) -> None:
         state = self.store.load_state()
         if state is None:
-            self.state: dict[str, Any] = {
-                "version": STATE_VERSION, "seed": self.cfg.seed, "next_index": 0, "pending": [],
-                "seeds_done": [], "cases": 0, "tests": 0, "elapsed_s": 0.0, "counts": {}, "invocations": 0,
-                "executors": self.cfg.executors,
-            }
+            self.state = CampaignState(self.cfg.seed, list(self.cfg.executors))
         else:
             if state.get("version") != STATE_VERSION:
                 raise CampaignError(f"{self.store.root}: state version {state.get('version')} is not {STATE_VERSION}")
             if state.get("seed") != self.cfg.seed:
                 raise CampaignError(f"{self.store.root} holds a campaign with seed {state.get('seed')}, not "
                                     f"{self.cfg.seed}: resume with the same seed or use another --out")
-            self.state = state
+            self.state = CampaignState.from_json(state)
         for rec in self.store.load_findings():
             sig = rec["signature"]
-            rec["count"] = max(int(rec.get("count", 1)), int(self.state["counts"].get(sig, 0)))
+            rec["count"] = max(int(rec.get("count", 1)), int(self.state.counts.get(sig, 0)))
             self.records[sig] = rec
             self.order.append(sig)
-        self.state["counts"] = {s: r["count"] for s, r in self.records.items()}
-        self.state["invocations"] = int(self.state.get("invocations", 0)) + 1
+        self.state.counts = {s: r["count"] for s, r in self.records.items()}
+        self.state.invocations += 1
         self.book = BugBook(self.store.load_bugs())
-        self.todo_pending: list[int] = sorted(int(i) for i in self.state.get("pending", []))
+        self.todo_pending: list[int] = sorted(int(i) for i in self.state.pending)
         self.in_flight: set[int] = set()
         seeds = sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else []
-        self.todo_seeds = [p for p in seeds if p.name not in set(self.state["seeds_done"])]
+        self.todo_seeds = [p for p in seeds if p.name not in set(self.state.seeds_done)]
         self.reserved = 0  # tests of cases claimed but not finished
         self.stop_reason = ""
         self.t_start = time.monotonic()
-        self.elapsed_before = float(self.state.get("elapsed_s", 0.0))
+        self.elapsed_before = float(self.state.elapsed_s)
 
     def elapsed(self) -> float:
         """Campaign seconds across all invocations (first_seen_s is measured on this clock)."""
@@ -171,10 +167,10 @@ class Campaign:
                 return
             records = [self.records[s] for s in self.order]
             bugs = self.book.records()
-            self.state["pending"] = sorted(self.in_flight | set(self.todo_pending))
-            self.state["elapsed_s"] = self.elapsed()
-            self.state["counts"] = {s: r["count"] for s, r in self.records.items()}
-            state = dict(self.state)
+            self.state.pending = sorted(self.in_flight | set(self.todo_pending))
+            self.state.elapsed_s = self.elapsed()
+            self.state.counts = {s: r["count"] for s, r in self.records.items()}
+            state = self.state.to_json()
             self.dirty = False
         self.store.save_findings(records)
         self.store.save_bugs(bugs)
@@ -193,7 +189,7 @@ class Campaign:
             left = self.cfg.time_s - (time.monotonic() - self.t_start)
             if left < self.backlog() * (self.minimize_s_mean() + 5.0):
                 return "time (minimizing the bugs found)"
-        if self.cfg.max_tests is not None and self.state["tests"] + self.reserved >= self.cfg.max_tests:
+        if self.cfg.max_tests is not None and self.state.tests + self.reserved >= self.cfg.max_tests:
             return "max-tests"
         return None
 
@@ -210,10 +206,10 @@ class Campaign:
                 case = load_case(item)
             else:
                 kind = "index"
-                item = self.todo_pending[0] if self.todo_pending else int(self.state["next_index"])
+                item = self.todo_pending[0] if self.todo_pending else self.state.next_index
                 case = self.generate(self.cfg.seed, item)
             tests = len(self.cfg.executors) * len(case.input_sets)
-            if self.cfg.max_tests is not None and self.state["tests"] + self.reserved + tests > self.cfg.max_tests:
+            if self.cfg.max_tests is not None and self.state.tests + self.reserved + tests > self.cfg.max_tests:
                 self.stop_reason = "max-tests"
                 return None
             if kind == "seed":
@@ -221,7 +217,7 @@ class Campaign:
             elif self.todo_pending:
                 self.todo_pending.pop(0)
             else:
-                self.state["next_index"] = item + 1
+                self.state.next_index = item + 1
             if kind == "index":
                 self.in_flight.add(item)
             self.reserved += tests
@@ -273,14 +269,14 @@ class Campaign:
                     self._handle(finding, keys[finding.signature], result, pool)
                 with self.lock:
                     self.reserved -= reserved
-                    self.state["tests"] += sum(len(v) for v in result.outcomes.values())
-                    self.state["cases"] += 1
+                    self.state.tests += sum(len(v) for v in result.outcomes.values())
+                    self.state.cases += 1
                     for name, secs in result.seconds.items():
                         self.backend_s[name] += sum(o.compile_s + o.run_s for o in result.outcomes[name][:1]) + \
                             sum(o.run_s for o in result.outcomes[name][1:])
                         self.tests_by_executor[name] += len(result.outcomes[name])
                     if kind == "seed":
-                        self.state["seeds_done"].append(item.name)
+                        self.state.seeds_done.append(item.name)
                     else:
                         self.in_flight.discard(item)
                     self.dirty = True
@@ -495,7 +491,7 @@ class Campaign:
         """Counters for the progress line."""
         with self.lock:
             live = self.book.live()
-            return Snapshot(self.elapsed(), self.state["cases"], self.state["tests"], self.new_findings,
+            return Snapshot(self.elapsed(), self.state.cases, self.state.tests, self.new_findings,
                             len(self.records), sum(self.alive), self.n_backend_workers, sum(self.restarts),
                             self.new_bugs, len(live), sum(1 for b in live if b.kind == "backend-bug"),
                             sum(1 for b in live if b.minimized))
@@ -514,7 +510,7 @@ class Campaign:
         self.restarts = [0] * n
         made = [create(e) for e in self.cfg.executors]
         self.n_backend_workers = n * len({(x.group, tuple(sorted(x.env().items()))) for x in made if x.isolated})
-        cases0, tests0 = self.state["cases"], self.state["tests"]
+        cases0, tests0 = self.state.cases, self.state.tests
         errors: list[BaseException] = []
 
         def lane(k: int) -> None:
@@ -564,7 +560,7 @@ class Campaign:
             raise errors[0]
         per_exec = {name: {"tests": float(self.tests_by_executor[name]), "backend_s": float(self.backend_s[name])}
                     for name in self.cfg.executors}
-        return CampaignSummary(self.state["cases"] - cases0, self.state["tests"] - tests0, len(self.records),
+        return CampaignSummary(self.state.cases - cases0, self.state.tests - tests0, len(self.records),
                                self.new_findings, len(self.book.live()), self.new_bugs, time.monotonic() - self.t_start,
                                float(sum(self.backend_s.values())), per_exec, stopped_by)
 

@@ -25,7 +25,7 @@ import pandas as pd
 
 STATE = "state.json"
 FINDINGS = "findings.jsonl"
-BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.bug_book), rewritten atomically like findings.jsonl
+BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.campaign.bug_book), rewritten atomically like findings.jsonl
 DAMAGED = "findings.jsonl.damaged"  # lines of findings.jsonl that could not be read, kept for a person to look at
 RUNS = "runs.parquet"  # a directory of part-NNNNN*.parquet files, read with pandas.read_parquet(DIR/runs.parquet)
 LOCK = ".lock"

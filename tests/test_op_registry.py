@@ -1,0 +1,92 @@
+"""One op, one record: every op's record is complete, and no layer imports upward (issue 12)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from op_examples import example
+
+from fuzzer.ir import infer
+from fuzzer.ops import OPS, TAGS
+from fuzzer.ops.base import Example
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRED = ("infer", "reference", "torch", "relax", "interval", "example")
+
+
+def missing_fields(spec) -> list[str]:
+    """Fields of an op record that are absent or of the wrong kind."""
+    out = [f for f in REQUIRED if getattr(spec, f, None) is None]
+    if not isinstance(spec.example, Example):
+        out.append("example")
+    out += [f"tag {t!r}" for t in spec.tags if t not in TAGS]
+    out += [f"attr_types[{a!r}]" for a in spec.attrs if a not in spec.attr_types]
+    return sorted(set(out))
+
+
+def test_every_op_record_is_complete() -> None:
+    incomplete = {name: missing_fields(spec) for name, spec in OPS.items() if missing_fields(spec)}
+    assert not incomplete, f"incomplete op records (op: missing fields): {incomplete}"
+
+
+def test_the_registry_check_names_the_op_and_the_field() -> None:
+    from dataclasses import replace
+
+    broken = replace(OPS["tanh"], interval=None, tags=frozenset({"no-such-tag"}))
+    assert missing_fields(broken) == ["interval", "tag 'no-such-tag'"]
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_each_example_type_checks_and_renders_for_every_backend(op: str) -> None:
+    from fuzzer.executors.torch_render import render_function
+    from fuzzer.executors.tvm_render import render_module
+    from fuzzer.interpret import render_reference
+
+    for dtype in ("float32", "float16"):
+        graph = example(op, dtype).graph
+        infer(graph)
+        assert "def graph(" in render_function(graph) and "bb.emit" in render_module(graph)
+        assert "def reference(" in render_reference(graph)
+
+
+def test_no_per_op_dispatch_outside_the_op_records() -> None:
+    """No `op == "..."` / `op in (...)` chains on op names outside fuzzer/ops/ (generators choose ops, never dispatch)."""
+    names = "|".join(re.escape(n) for n in OPS)
+    chain = re.compile(rf"""\.op\s*(==|!=|in|not in)\s*[\(\[{{]?\s*["']({names})["']|\bop\s*==\s*["']({names})["']""")
+    offenders = []
+    for path in (ROOT / "fuzzer").rglob("*.py"):
+        if "ops" in path.relative_to(ROOT / "fuzzer").parts[:1]:
+            continue
+        for k, line in enumerate(path.read_text().splitlines(), 1):
+            if chain.search(line):
+                offenders.append(f"{path.relative_to(ROOT)}:{k}: {line.strip()}")
+    assert offenders == [], "\n".join(offenders)
+
+
+# modules that must not be loaded by importing a lower layer (module -> forbidden prefixes)
+LAYERS = {
+    "fuzzer.ir": ("torch", "torch_xla", "tvm", "fuzzer.executors", "oracles", "fuzzer.check"),
+    "fuzzer.interpret": ("torch", "torch_xla", "tvm", "fuzzer.executors", "oracles"),
+    "fuzzer.ops": ("torch", "torch_xla", "tvm", "fuzzer.executors", "fuzzer.interpret", "oracles"),
+    "fuzzer.analysis": ("torch", "tvm", "fuzzer.executors", "oracles"),
+    "oracles.semantics": ("torch", "torch_xla", "tvm", "fuzzer.executors", "fuzzer.check", "fuzzer.campaign"),
+    "oracles.bugs": ("torch", "tvm", "fuzzer.executors", "fuzzer.check"),
+    "oracles.error_bounds": ("torch", "tvm", "fuzzer.executors", "fuzzer.check"),
+    "fuzzer.executors": ("torch", "torch_xla", "tvm", "fuzzer.check", "fuzzer.campaign"),
+    "generators.graphs": ("torch", "torch_xla", "tvm", "fuzzer.executors", "oracles"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(LAYERS))
+def test_layers_import_downward_only(module: str) -> None:
+    forbidden = LAYERS[module]
+    code = (f"import importlib, json, sys\nimportlib.import_module({module!r})\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if any(m == f or m.startswith(f + '.') for f in {forbidden!r}))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [], f"importing {module} loads a higher layer"
