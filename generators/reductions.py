@@ -11,7 +11,7 @@ from .norms import long_norm_input
 from .shapes import layout_shape
 from .sources import activation_dtype, activation_input
 
-REDUCTIONS = [("sum", 3), ("mean", 3), ("var", 3)]
+REDUCTIONS = [("sum", 3), ("mean", 3), ("var", 3), ("cumsum", 2)]
 SOFTMAXES = [("softmax", 3), ("log_softmax", 2)]
 
 
@@ -28,6 +28,8 @@ def _dims(b: GraphBuilder, x: Val) -> list[int] | None:
 def reduce_stage(b: GraphBuilder, x: Val, op: str | None = None, keepdim: bool | None = None) -> Val:
     """sum, mean or var over some dims of x."""
     op = op or b.draw.weighted(REDUCTIONS)
+    if op == "cumsum":  # a running sum along one dim (keeps the shape)
+        return b.op(op, [x], dim=b.draw.choice([-1, b.draw.integer(0, x.rank - 1)]) if x.rank > 1 else -1)
     dims = _dims(b, x)
     attrs: dict[str, Any] = {"dims": dims}
     keep = b.draw.chance(0.4) if keepdim is None else keepdim

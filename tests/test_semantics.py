@@ -215,16 +215,27 @@ def test_regression_exact_zero_answers_allow_rounding_level_noise() -> None:
 
 
 def test_regression_underflow_class_belongs_to_the_node_not_the_case() -> None:
-    """Defect 8: one node underflowing in fp32 must not relabel an unrelated node's error as underflow."""
-    tiny = Input("tiny", (8,), "float32", init={"dist": "constant", "value": 1e-30})
+    """Defect 8: flushing one node's subnormal operand must not relabel an unrelated node's error as underflow."""
+    tiny = Input("tiny", (8,), "float32", init={"dist": "constant", "value": 1e-39})  # a float32 subnormal
     big = Input("big", (8,), "float32", init={"dist": "normal", "seed": 2})
-    g = Graph((tiny, big), (Node("sq", "mul", ("tiny", "tiny")), Node("e", "exp", ("big",))), ("sq", "e"))
+    g = Graph((tiny, big), (Node("scaled", "mul", ("tiny", 1e10)), Node("e", "exp", ("big",))), ("scaled", "e"))
     inputs = input_values(Case(g), 0)
     exact = evaluate(g, inputs, rounded=False)
-    observed = {"sq": np.zeros(8), "e": exact["e"] + 0.01}  # flushed to zero; and a real 0.01 error
+    observed = {"scaled": np.zeros(8), "e": exact["e"] + 0.01}  # the subnormal flushed to zero; a real 0.01 error
     verdicts = {v.node: v for v in judge_nodes(g, inputs, observed)}
-    assert verdicts["sq"].underflow and not verdicts["e"].underflow
-    assert verdicts["e"].stats.ratio > MARGIN
+    assert verdicts["scaled"].underflow and verdicts["scaled"].stats.ratio > MARGIN
+    assert not verdicts["e"].underflow and verdicts["e"].stats.ratio > MARGIN
+
+
+def test_regression_a_long_sum_with_a_few_subnormal_terms_is_not_underflow() -> None:
+    """An accumulation error in a long float16 sum is the sum's, even when some terms are subnormal."""
+    x = Input("x", (4096,), "float16", init={"dist": "loguniform", "lo": -6.0, "hi": 0.0, "seed": 3})
+    g = Graph((x,), (Node("y", "cumsum", ("x",), {"dim": -1}),), ("y",))
+    inputs = input_values(Case(g), 0)
+    assert np.any((inputs["x"] > 0) & (inputs["x"] < 2.0**-14))  # a few float16 subnormals among the terms
+    fp16_running = np.cumsum(inputs["x"].astype(np.float16), dtype=np.float16).astype(np.float64)
+    (v,) = judge_nodes(g, inputs, {"y": fp16_running})
+    assert v.stats.ratio > MARGIN and not v.underflow
 
 
 # ---------------------------------------------------------------- through real workers

@@ -1,4 +1,4 @@
-"""Reductions and softmax: sum, mean, var, softmax, log_softmax."""
+"""Reductions and softmax: sum, mean, var, softmax, log_softmax, cumsum."""
 
 from __future__ import annotations
 
@@ -164,6 +164,26 @@ def _relax_softmax(op: str) -> Callable[[RelaxCall], str]:
     return lambda c: f"R.op.nn.{op}({c.arg(0)}, axis={int(c.attrs['dim'])})"
 
 
+def _infer_cumsum(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    (a,) = ops
+    assert a is not None
+    if a.is_scalar or not a.shape:
+        raise IRError(f"cumsum needs a tensor of rank >= 1, got shape {list(a.shape)}")
+    norm_dim(int(attrs.get("dim", -1)), len(a.shape))
+    return Typed(tensor(a.shape, a.dtype if is_float(a.dtype) else "int64"))
+
+
+def cumsum(a, dim=-1, **_: Any) -> np.ndarray:
+    """Running sum along dim; float32 values accumulate in float32, one after another."""
+    a = np.asarray(a)
+    return np.cumsum(a, axis=dim, dtype=np.float32 if a.dtype == np.float32 else None)
+
+
+def _cumsum_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], out: Any) -> iv.Interval:
+    a, n = ivs[0], infos[0].shape[int(attrs.get("dim", -1))]
+    return iv.clamp((min(a[0], n * a[0]), max(a[1], n * a[1])))
+
+
 _REDUCE_TYPES = {"dims": DIMS, "keepdim": BOOL}
 _X = (example_input("x", [2, 3, 8]),)
 
@@ -183,4 +203,8 @@ OPS: list[OpSpec] = [
     OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax, _torch_softmax("log_softmax"),
            _relax_softmax("log_softmax"), iv.softmax_rule(log=True), Example(_X, ("x",), {"dim": -1}),
            attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"})),
+    OpSpec("cumsum", "reduction", ("a",), {"dim": -1}, _infer_cumsum, cumsum,
+           lambda c: f"torch.cumsum({c.args[0]}, dim={c.attrs['dim']!r})",
+           lambda c: f"R.op.cumsum({c.arg(0)}, axis={int(c.attrs['dim'])})", _cumsum_interval,
+           Example(_X, ("x",), {"dim": -1}), attr_types={"dim": INT}),
 ]
