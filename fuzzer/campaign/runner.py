@@ -29,6 +29,7 @@ from ..executors import create
 from ..ir import Case, load_case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
+from ..outcome import Outcome
 from .bug_book import KIND_ORDER, Bug, BugBook
 from .progress import Progress, Snapshot
 from .state import STATE_VERSION, CampaignState
@@ -77,6 +78,15 @@ class CampaignSummary:
     backend_s: float
     per_executor: dict[str, dict[str, float]] = field(default_factory=dict)
     stopped_by: str = ""
+
+
+def compiles(outcome: Outcome, index: int) -> int:
+    """Backend compilations one outcome cost: XLA counts its own, TVM says whether its program cache missed."""
+    if "xla_compiles" in outcome.info:
+        return int(outcome.info["xla_compiles"])
+    if index == 0 and outcome.info.get("compiled"):
+        return 1
+    return 1 if index == 0 and outcome.status in ("error", "unsupported") and outcome.stage == "compile" else 0
 
 
 def lane_env(lane: int, executors: list[str]) -> dict[str, str]:
@@ -305,17 +315,24 @@ class Campaign:
         family = str(result.case.meta.get("family", "seed" if label.startswith("seed:") else ""))
         rows = []
         fault = {f.executor: f.ops[0] for f in result.findings if f.oracle == "error-bound" and f.ops}
+        compiled_by: dict[str, str] = {}  # program -> the executor that compiled it in this case
         for name, outs in result.outcomes.items():
             js = result.judgements.get(name, [])
             for k, o in enumerate(outs):
                 mine = [j for j in js if j.input_set == k]
+                program = str(o.info.get("program") or "")
+                made = compiles(o, k)
+                if made and program:
+                    compiled_by.setdefault(program, name)
+                shared = str(o.info.get("shared_with") or (compiled_by.get(program, "") if program and not made else ""))
                 rows.append({
                     "t": round(self.elapsed(), 3), "case": result.case.id, "item": label, "family": family,
                     "ops": ops, "fault_op": fault.get(name, ""), "executor": name, "input_set": k, "status": o.status,
                     "dtype": ",".join(o.dtypes or []), "out_dtype": ",".join(j.dtype for j in mine),
                     "max_ulp": max((j.stats.max_ulp for j in mine), default=float("nan")),
                     "ratio": max((j.stats.ratio for j in mine), default=float("nan")),
-                    "compile_s": o.compile_s if k == 0 else 0.0, "run_s": o.run_s,
+                    "compile_s": o.compile_s if k == 0 else 0.0, "run_s": o.run_s, "compiles": made,
+                    "program": program, "shared_with": "" if shared == name else shared,
                 })
         return rows
 

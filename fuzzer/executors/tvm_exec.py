@@ -7,6 +7,7 @@ tvm.compile (each a pass name, or a (name, kwargs) pair). The repro script holds
 from __future__ import annotations
 
 import json
+import os
 from collections import OrderedDict
 from dataclasses import replace
 from typing import Any, Union
@@ -30,6 +31,12 @@ PIPELINES: dict[str, tuple[PassEntry, ...]] = {
 # The semantics a pipeline's passes promise, where they differ from the graph as given: DecomposeOpsForTraining
 # computes batch_norm from the batch's statistics (training mode), DecomposeOpsForInference from the running ones.
 BATCH_NORM_TRAINING: dict[str, bool] = {"decompose": True, "decompose-inference": False}
+
+# Compiled Relax VMs shared by every TVM executor of one worker process, keyed by the structural hash of the
+# module after its pipeline's passes: a pipeline whose passes leave a graph alone compiles nothing new, and
+# neither does a case that differs from an earlier one only in its values (the minimizer's bread and butter).
+_PROGRAMS: OrderedDict[int, tuple[Any, Any, str]] = OrderedDict()  # hash -> (module after passes, vm, compiled by)
+PROGRAM_CACHE_SIZE = int(os.environ.get("PRECFUZZ_PROGRAM_CACHE", "64"))  # 0 turns the sharing off (make bench)
 
 # Messages of TVM errors that state a backend limitation (an op/dtype it cannot lower), not a wrong answer.
 LIMITATION_PATTERNS = (
@@ -87,28 +94,49 @@ class TVMExecutor(Executor):
 
         return {"tvm": tvm, "R": relax, "np": np, "ml_dtypes": ml_dtypes}
 
-    def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any]:
+    def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
         key = canonical(graph_to_json(graph))
         if key in self._cache:
             self._cache.move_to_end(key)
-            return self._cache[key]
+            namespace, vm, info = self._cache[key]
+            return namespace, vm, {**info, "compiled": False}
         namespace = self.namespace()
         try:
             source = render_runtime(graph)
         except Exception as exc:  # noqa: BLE001 - our lowering's gap is a coverage gap, not a TVM bug
             raise Unsupported(f"precfuzz has no Relax lowering for this graph: {type(exc).__name__}: {exc}") from exc
         exec(compile(source, f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
-        prepared = (namespace, namespace["compile_module"](list(self.passes)))
-        self._cache[key] = prepared
+        vm, info = self.compiled(namespace["apply_passes"](namespace["build_module"](), list(self.passes)))
+        self._cache[key] = (namespace, vm, info)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
-        return prepared
+        return namespace, vm, info
 
-    def execute(self, prepared: tuple[dict[str, Any], Any], graph: Graph,
+    def compiled(self, mod: Any) -> tuple[Any, dict[str, Any]]:
+        """A Relax VM for a transformed module: from the worker's program cache, else compiled (and cached)."""
+        import tvm
+        import tvm_ffi
+        from tvm import relax
+
+        program = int(tvm_ffi.structural_hash(mod)) & 0xFFFFFFFFFFFFFFFF
+        hit = _PROGRAMS.get(program) if PROGRAM_CACHE_SIZE else None
+        if hit is not None and tvm_ffi.structural_equal(hit[0], mod):
+            _PROGRAMS.move_to_end(program)
+            return hit[1], {"program": f"{program & 0xFFFFFFFFFFFF:012x}", "compiled": False, "shared_with": hit[2]}
+        with tvm.transform.PassContext(opt_level=3):
+            executable = tvm.compile(mod, target="llvm")
+        vm = relax.VirtualMachine(executable, tvm.cpu())
+        if PROGRAM_CACHE_SIZE:
+            _PROGRAMS[program] = (mod, vm, self.name)
+            while len(_PROGRAMS) > PROGRAM_CACHE_SIZE:
+                _PROGRAMS.popitem(last=False)
+        return vm, {"program": f"{program & 0xFFFFFFFFFFFF:012x}", "compiled": True}
+
+    def execute(self, prepared: tuple[dict[str, Any], Any, dict[str, Any]], graph: Graph,
                 inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
-        namespace, vm = prepared
+        namespace, vm, info = prepared
         outputs, dtypes = namespace["run_module"](vm, inputs)
-        return outputs, dtypes, {}
+        return outputs, dtypes, dict(info)
 
     def classify(self, stage: str, exc: BaseException) -> str:
         """Unsupported: our own Unsupported, or a TVM error (at compile) whose message states a limitation."""

@@ -72,6 +72,16 @@ def device_dtypes(tensors: list[Any]) -> list[str | None]:
     return out
 
 
+def graph_hash(tensors: list[Any]) -> str | None:
+    """torch_xla's hash of the pending graph computing `tensors` (its compile cache key), or None."""
+    import torch_xla
+
+    try:
+        return torch_xla._XLAC._get_graph_hash(tensors).hex()[:12]  # private API; failures are values
+    except Exception:  # noqa: BLE001
+        return None
+
+
 class XlaExecutor(TorchExecutor):
     """`xla/native`: the torch_xla device, declared dtypes; subclasses change the precision policy."""
 
@@ -121,10 +131,11 @@ class XlaExecutor(TorchExecutor):
         with torch.no_grad(), self.context():
             outs = prepared(*args)
         on_device = device_dtypes(list(outs))
+        program = graph_hash(list(outs))
         self.sync()
         arrays = [o.detach().to("cpu").to(torch.float64).numpy() for o in outs]
         after = _compile_stats()
-        info = {"device_dtypes": on_device, "device_hw": xr.device_type(),
+        info = {"device_dtypes": on_device, "device_hw": xr.device_type(), "program": program,
                 "xla_compiles": after[0] - before[0], "xla_compile_s": round(after[1] - before[1], 6)}
         return arrays, [str(o.dtype).replace("torch.", "") for o in outs], info
 
