@@ -299,3 +299,26 @@ def test_regression_mixed_precision_norm_on_xla_is_a_dtype_divergence_on_the_nor
     result = checker.check(Case(g), ["xla/native"])
     (f,) = result.findings
     assert (f.oracle, f.ops, f.node, f.dtypes) == ("dtype-divergence", ["layer_norm"], "out", ["bfloat16", "float32"])
+
+
+def test_regression_gelu_of_large_negative_float32_is_zero_in_every_kernel() -> None:
+    """Triage: 0.5 * x * (1 + erf(x / sqrt 2)) cancels to 0 at x = -6 in float32 on torch, XLA and TVM alike."""
+    x = Input("x", (), "float32", init={"dist": "constant", "value": -6.0})
+    g = Graph((x,), (Node("y", "gelu", ("x",)),), ("y",))
+    inputs = input_values(Case(g), 0)
+    exact = evaluate(g, inputs, rounded=False)["y"]
+    assert exact == pytest.approx(-5.92e-9, rel=1e-3)
+    assert error_stats(np.zeros(()), exact, ideal_values(g, inputs)["y"], "float32").ratio <= 1.0
+
+
+def test_regression_a_float32_conv_may_accumulate_one_term_after_another() -> None:
+    """Triage: 171 terms of 0.1 summed in float32 one after another are off by 2.9e-5; that is not a bug."""
+    x = Input("x", (1, 57, 4, 6), "float32", init={"dist": "constant", "value": 0.1})
+    w = Input("w", (1, 57, 3, 1), "float32", "param", init={"dist": "constant", "value": 1.0})
+    g = Graph((x, w), (Node("y", "conv2d", ("x", "w")),), ("y",))
+    inputs = input_values(Case(g), 0)
+    exact = evaluate(g, inputs, rounded=False)["y"]
+    sequential = np.cumsum(np.full(171, np.float32(0.1)), dtype=np.float32)[-1]
+    assert abs(float(sequential) - exact.ravel()[0]) > 2e-5
+    kernel = np.full(exact.shape, float(sequential))
+    assert error_stats(kernel, exact, ideal_values(g, inputs)["y"], "float32").ratio <= 1.0

@@ -150,7 +150,18 @@ def tanh(a, **_: Any) -> np.ndarray:
 
 
 def gelu(a, approximate: str = "none", **_: Any) -> np.ndarray:
-    """GELU, exact (erf) or tanh-approximated."""
+    """GELU, exact (erf) or tanh-approximated; float32 values in float32 arithmetic, as kernels compute it.
+
+    0.5 * x * (1 + erf(x / sqrt(2))) cancels for large negative x: a float32 kernel returns 0 where the exact
+    answer is a tiny negative number, and the float32 ideal must feel that too.
+    """
+    a = np.asarray(a)
+    if a.dtype == np.float32:
+        half, one = np.float32(0.5), np.float32(1.0)
+        if approximate == "tanh":
+            inner = np.float32(math.sqrt(2.0 / math.pi)) * (a + np.float32(0.044715) * a * a * a)
+            return half * a * (one + np.tanh(inner))
+        return half * a * (one + _erf(a.astype(np.float64) / math.sqrt(2.0)).astype(np.float32))
     a = np.asarray(a, dtype=np.float64)
     if approximate == "tanh":
         return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a**3)))

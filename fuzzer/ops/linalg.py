@@ -127,20 +127,38 @@ def conv(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, **_: A
     win = win.reshape(n, groups, c // groups, *out_sp, *kernel)
     w = weight.reshape(groups, out_c // groups, c // groups, *kernel)
     o, k = "xyz"[:nd], "ijk"[:nd]
-    y = np.einsum(f"ngc{o}{k},gmc{k}->ngm{o}", win, w, optimize=True).reshape(n, out_c, *out_sp)
+    terms = n * out_c * int(np.prod(out_sp)) * (c // groups) * int(np.prod(kernel))
+    if x.dtype == np.float32 and terms <= SEQUENTIAL_LIMIT:  # float32 ideal: one running sum per output
+        products = np.einsum(f"ngc{o}{k},gmc{k}->ngm{o}c{k}", win, w)
+        y = seq_sum(products.reshape(*products.shape[:3 + nd], -1)).reshape(n, out_c, *out_sp)
+    else:
+        y = np.einsum(f"ngc{o}{k},gmc{k}->ngm{o}", win, w, optimize=True).reshape(n, out_c, *out_sp)
     if bias is not None:
         y = y + np.reshape(bias, (1, out_c) + (1,) * nd)
     return y
 
 
+SEQUENTIAL_LIMIT = 1 << 22  # products a float32 ideal accumulates one by one; beyond this, numpy's blocked sums
+
+
+def seq_sum(products):
+    """Sum over the last axis one term after another in float32 (the least accurate common order)."""
+    return np.cumsum(products, axis=-1, dtype=np.float32)[..., -1]
+
+
 def linear(x, weight, bias=None, **_: Any) -> np.ndarray:
-    """x @ weight.T + bias."""
-    y = np.matmul(x, np.swapaxes(weight, 0, 1))
+    """x @ weight.T + bias (float32 values accumulate one term after another)."""
+    if np.asarray(x).dtype == np.float32 and x.size * weight.shape[0] <= SEQUENTIAL_LIMIT:
+        y = seq_sum(x[..., None, :] * weight)
+    else:
+        y = np.matmul(x, np.swapaxes(weight, 0, 1))
     return y if bias is None else y + bias
 
 
 def matmul(a, b, **_: Any) -> np.ndarray:
-    """Batched matrix product."""
+    """Batched matrix product (float32 values accumulate one term after another)."""
+    if np.asarray(a).dtype == np.float32 and a.size * b.shape[-1] <= SEQUENTIAL_LIMIT:
+        return seq_sum(np.swapaxes(a[..., :, :, None] * b[..., None, :, :], -1, -2))
     return np.matmul(a, b)
 
 
