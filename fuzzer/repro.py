@@ -27,10 +27,11 @@ from .executors.torch_render import TORCH_DTYPE, render_function
 from .executors.tvm_exec import TVMExecutor, render_passes
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
-from .identifiers import value_identifiers
+from .identifiers import literal, value_identifiers
 from .interpret import evaluate, ideal_values
-from .ir import Case, Graph, infer, input_values
-from .ops import has_training_mode, is_cast
+from .ir import Case, Graph, infer, input_values, op_attrs
+from .ops import OPS, has_training_mode, is_cast
+from .ops.base import NumpyCall
 from .values import expression
 
 ACCURACY = ("error-bound", "effective-precision")
@@ -77,6 +78,24 @@ def exact_graph(graph: Graph) -> Graph:
     nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float64"}) if is_cast(n.op) and is_float(str(n.attrs.get("dtype")))
                   else n for n in graph.nodes)
     return Graph(graph.inputs, nodes, graph.outputs)
+
+
+def render_numpy(graph: Graph, name: str = "exact") -> str | None:
+    """`def exact(<inputs>):` the graph in float64 numpy, one line per node (None if an op has no numpy form)."""
+    if any(OPS[n.op].numpy is None for n in graph.nodes):
+        return None
+    typed = infer(graph)
+    names = value_identifiers(graph)
+    lines = [f"def {name}({', '.join(names[i.name] for i in graph.inputs)}):"]
+    for node in graph.nodes:
+        spec = OPS[node.op]
+        slots = list(node.inputs) + [None] * (len(spec.operands) - len(node.inputs))
+        args = ["None" if o is None else (names[o] if isinstance(o, str) else literal(o)) for o in slots]
+        shapes = [typed.values[o].shape if isinstance(o, str) and typed.values[o].kind != "scalar" else None for o in slots]
+        call = NumpyCall(args, op_attrs(node), shapes, typed.values[node.id].dtype)
+        lines.append(f"    {names[node.id]} = {spec.numpy(call)}")
+    lines.append(f"    return [{', '.join(names[o] for o in graph.outputs)}]")
+    return "\n".join(lines) + "\n"
 
 
 def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind: str) -> tuple[str, int | None]:
@@ -253,16 +272,22 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                                                         "", f"PASSES = {render_passes(ex.passes)}  # [] is TVM's default pipeline"]
     oracle = finding.oracle
     training = any(has_training_mode(n.op) and n.attrs.get("training") for n in graph.nodes)
+    exact = render_numpy(graph) if oracle in ACCURACY else None
     if oracle in ACCURACY:
         lines += ["# allowed max abs error: 3x an ideal implementation's (fp32 accumulation) on these inputs + 2 ULP",
-                  f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}",
-                  f"EXACT_PASSES = {['DecomposeOpsForTraining' if training else 'DecomposeOpsForInference']!r}"
-                  "  # norms as elementary ops, which exist in float64"]
+                  f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}"]
+        if exact is None:
+            lines.append(f"EXACT_PASSES = {['DecomposeOpsForTraining' if training else 'DecomposeOpsForInference']!r}"
+                         "  # norms as elementary ops, which exist in float64")
     lines.append('AS_DECLARED = {d: d for d in ["float16", "bfloat16", "float32", "float64", "int32", "int64"]}')
     if oracle in ACCURACY:
-        lines += ['AS_FLOAT64 = {**AS_DECLARED, "float16": "float64", "bfloat16": "float64", "float32": "float64"}',
-                  'AS_FLOAT32 = {**AS_DECLARED, "float16": "float32", "bfloat16": "float32"}']
+        lines += ([] if exact else ['AS_FLOAT64 = {**AS_DECLARED, "float16": "float64", "bfloat16": "float64", '
+                                    '"float32": "float64"}'])
+        lines.append('AS_FLOAT32 = {**AS_DECLARED, "float16": "float32", "bfloat16": "float32"}')
     lines += [""] + render_module(graph, "T").rstrip().splitlines() + [""]
+    if exact:
+        lines += ["# the exact answer: the same graph in float64 numpy (casts do not round)"]
+        lines += exact.rstrip().splitlines() + [""]
 
     def make(inp: Any, expr: str) -> str:
         return f"(np.asarray({expr}, dtype=np.float64), {typed.values[inp.name].dtype!r})"
@@ -284,11 +309,15 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
               f"    args = [tvm.runtime.tensor(np.array({cast}, order='C')) for v, d in make_inputs()]",
               "    return [o.numpy() for o in vm['main'](*args)]", ""]
     if oracle in ACCURACY:
-        lines += ["try:",
-                  "    expected = run(AS_FLOAT64, EXACT_PASSES)  # the exact answer: the same module in float64",
-                  "except Exception:  # an op without a float64 kernel: float32 then",
-                  "    expected = run(AS_FLOAT32, EXACT_PASSES)",
-                  "actual, control = run(AS_DECLARED, PASSES), run(AS_FLOAT32, PASSES)  # control: float32 internals"]
+        if exact:
+            rounded = "v.astype(nd(d)).astype(np.float64)" if bf16 else "v.astype(d).astype(np.float64)"
+            lines.append(f"expected = exact(*[{rounded} for v, d in make_inputs()])")
+        else:
+            lines += ["try:",
+                      "    expected = run(AS_FLOAT64, EXACT_PASSES)  # the exact answer: the same module in float64",
+                      "except Exception:  # an op without a float64 kernel: float32 then",
+                      "    expected = run(AS_FLOAT32, EXACT_PASSES)"]
+        lines.append("actual, control = run(AS_DECLARED, PASSES), run(AS_FLOAT32, PASSES)  # control: float32 internals")
         if ex.passes:
             lines.append("off = run(AS_DECLARED, [])  # without PASSES")
         lines += ["failed = False", "for i, name in enumerate(ALLOWED):",

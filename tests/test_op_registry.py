@@ -34,6 +34,28 @@ def test_every_op_record_is_complete() -> None:
     assert not incomplete, f"incomplete op records (op: missing fields): {incomplete}"
 
 
+def test_every_op_but_the_convolutions_has_a_numpy_form_for_repro_scripts() -> None:
+    """TVM repro scripts take the exact answer from numpy; convolutions fall back to the module in float64."""
+    assert sorted(n for n, s in OPS.items() if s.numpy is None) == ["conv1d", "conv2d", "conv3d"]
+
+
+@pytest.mark.parametrize("op", sorted(n for n, s in OPS.items() if s.numpy is not None))
+def test_numpy_forms_match_the_fp64_reference(op: str) -> None:
+    import numpy as np
+
+    from fuzzer.interpret import evaluate
+    from fuzzer.ir import input_values
+    from fuzzer.repro import render_numpy
+
+    case = example(op, "float32")
+    namespace: dict = {"np": np, "math": __import__("math")}
+    exec(render_numpy(case.graph), namespace)  # noqa: S102 - our own render
+    values = input_values(case, 0)
+    got = namespace["exact"](*[values[i.name] for i in case.graph.inputs])[0]
+    want = evaluate(case.graph, values, rounded=False)["out"]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_the_registry_check_names_the_op_and_the_field() -> None:
     from dataclasses import replace
 

@@ -128,6 +128,16 @@ class RelaxCall:
 
 
 @dataclass(frozen=True)
+class NumpyCall:
+    """What an op's numpy renderer gets (float64 arrays in scope, np and math imported): operands, attributes, shapes."""
+
+    args: list[str]  # one per operand slot, "None" where absent
+    attrs: dict[str, Any]
+    shapes: list[tuple[int, ...] | None]  # static shape per slot (None where absent or a Python number)
+    dtype: str  # the node's declared output dtype (int casts truncate)
+
+
+@dataclass(frozen=True)
 class Example:
     """A small valid use of an op: inputs (name, shape, role, init; the dtype is the example's), operands, attributes."""
 
@@ -183,6 +193,7 @@ class OpSpec:
     attr_types: dict[str, AttrType] = field(default_factory=dict)  # what each attribute accepts (one per attr)
     tags: frozenset[str] = frozenset()  # see TAGS
     relax_dtype: Callable[[RelaxCall], str] | None = None  # the dtype the Relax op yields, where not the compute one
+    numpy: Callable[[NumpyCall], str] | None = None  # a float64 numpy expression for short repro scripts (None: none)
 
     @property
     def required(self) -> int:

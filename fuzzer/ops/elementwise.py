@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..dtypes import check_dtype
+from ..dtypes import check_dtype, is_float
 from ..promotion import float_result, result_type
 from . import intervals as iv
 from .base import (
@@ -16,6 +16,7 @@ from .base import (
     POSITIVE,
     Example,
     IRError,
+    NumpyCall,
     OpSpec,
     RelaxCall,
     TorchCall,
@@ -211,43 +212,77 @@ def _relax_astype(c: RelaxCall) -> str:
     return f"R.op.astype({c.low.name_of(c.slot(0))}, {c.low.dt(c.dtype)})"
 
 
+def _np_binary(symbol: str) -> Callable[[NumpyCall], str]:
+    return lambda c: f"({c.args[0]} {symbol} {c.args[1]})"
+
+
+def _np_unary(fn: str) -> Callable[[NumpyCall], str]:
+    return lambda c: f"{fn}({c.args[0]})"
+
+
+def _np_gelu(c: NumpyCall) -> str:
+    x = c.args[0]
+    if c.attrs["approximate"] == "tanh":
+        return f"(0.5 * {x} * (1 + np.tanh(math.sqrt(2 / math.pi) * ({x} + 0.044715 * {x} ** 3))))"
+    return f"(0.5 * {x} * (1 + np.vectorize(math.erf)({x} / math.sqrt(2))))"
+
+
+def _np_astype(c: NumpyCall) -> str:
+    return c.args[0] if is_float(c.dtype) else f"np.trunc({c.args[0]})"  # the exact answer: casts do not round
+
+
 _XY = Example((example_input("x", [2, 3, 8]), example_input("y", [3, 8])), ("x", "y"))
 _X = Example((example_input("x", [2, 3, 8]),), ("x",))
 _X_POSITIVE = Example((example_input("x", [2, 3, 8], init=POSITIVE),), ("x",))
 OPS: list[OpSpec] = [
     OpSpec("add", "elementwise", ("a", "b"), {}, _binary(), add, _torch_binary("+"), _relax_binary("add"),
-           iv.binary_rule(iv.add), _XY, scalars_ok=True),
+           iv.binary_rule(iv.add), _XY, scalars_ok=True,
+           numpy=_np_binary("+")),
     OpSpec("sub", "elementwise", ("a", "b"), {}, _binary(), sub, _torch_binary("-"), _relax_binary("sub"),
-           iv.binary_rule(iv.sub), _XY, scalars_ok=True),
+           iv.binary_rule(iv.sub), _XY, scalars_ok=True,
+           numpy=_np_binary("-")),
     OpSpec("mul", "elementwise", ("a", "b"), {}, _binary(), mul, _torch_binary("*"), _relax_binary("mul"),
-           iv.binary_rule(iv.mul), _XY, scalars_ok=True),
+           iv.binary_rule(iv.mul), _XY, scalars_ok=True,
+           numpy=_np_binary("*")),
     OpSpec("div", "elementwise", ("a", "b"), {}, _binary(true_div=True), div, _torch_binary("/"), _relax_binary("div"),
            iv.binary_rule(iv.div),
            Example((example_input("x", [2, 3, 8]), example_input("y", [3, 8], init=POSITIVE)), ("x", "y")),
-           scalars_ok=True),
+           scalars_ok=True,
+           numpy=_np_binary("/")),
     OpSpec("neg", "elementwise", ("a",), {}, _unary(float_valued=False), neg, lambda c: f"-{c.args[0]}",
-           _relax_unary("neg"), iv.unary_rule(lambda a: (-a[1], -a[0])), _X, scalars_ok=True),
+           _relax_unary("neg"), iv.unary_rule(lambda a: (-a[1], -a[0])), _X, scalars_ok=True,
+           numpy=lambda c: f"(-{c.args[0]})"),
     OpSpec("exp", "elementwise", ("a",), {}, _unary(), exp, _torch_unary("torch.exp", "math.exp"), _relax_unary("exp"),
-           iv.unary_rule(lambda a: (iv.exp_bound(a[0]), iv.exp_bound(a[1]))), _X, scalars_ok=True),
+           iv.unary_rule(lambda a: (iv.exp_bound(a[0]), iv.exp_bound(a[1]))), _X, scalars_ok=True,
+           numpy=_np_unary("np.exp")),
     OpSpec("log", "elementwise", ("a",), {}, _unary(), log, _torch_unary("torch.log", "math.log"), _relax_unary("log"),
-           iv.unary_rule(iv.log), _X_POSITIVE, scalars_ok=True),
+           iv.unary_rule(iv.log), _X_POSITIVE, scalars_ok=True,
+           numpy=_np_unary("np.log")),
     OpSpec("sqrt", "elementwise", ("a",), {}, _unary(), sqrt, _torch_unary("torch.sqrt", "math.sqrt"),
-           _relax_unary("sqrt"), iv.unary_rule(iv.sqrt), _X_POSITIVE, scalars_ok=True),
+           _relax_unary("sqrt"), iv.unary_rule(iv.sqrt), _X_POSITIVE, scalars_ok=True,
+           numpy=_np_unary("np.sqrt")),
     OpSpec("rsqrt", "elementwise", ("a",), {}, _unary(tensor_only=True), rsqrt, _torch_unary("torch.rsqrt"),
-           _relax_unary("rsqrt"), iv.unary_rule(iv.rsqrt), _X_POSITIVE),
+           _relax_unary("rsqrt"), iv.unary_rule(iv.rsqrt), _X_POSITIVE,
+           numpy=lambda c: f"(1 / np.sqrt({c.args[0]}))"),
     OpSpec("sin", "elementwise", ("a",), {}, _unary(), sin, _torch_unary("torch.sin", "math.sin"), _relax_unary("sin"),
-           iv.unary_rule(lambda a: (-1.0, 1.0)), _X, scalars_ok=True),
+           iv.unary_rule(lambda a: (-1.0, 1.0)), _X, scalars_ok=True,
+           numpy=_np_unary("np.sin")),
     OpSpec("cos", "elementwise", ("a",), {}, _unary(), cos, _torch_unary("torch.cos", "math.cos"), _relax_unary("cos"),
-           iv.unary_rule(lambda a: (-1.0, 1.0)), _X, scalars_ok=True),
+           iv.unary_rule(lambda a: (-1.0, 1.0)), _X, scalars_ok=True,
+           numpy=_np_unary("np.cos")),
     OpSpec("tanh", "elementwise", ("a",), {}, _unary(tensor_only=True), tanh, _torch_unary("torch.tanh"),
-           _relax_unary("tanh"), iv.unary_rule(lambda a: (math.tanh(a[0]), math.tanh(a[1]))), _X),
+           _relax_unary("tanh"), iv.unary_rule(lambda a: (math.tanh(a[0]), math.tanh(a[1]))), _X,
+           numpy=_np_unary("np.tanh")),
     OpSpec("gelu", "activation", ("a",), {"approximate": "none"}, _infer_activation, gelu,
            lambda c: f"F.gelu({c.args[0]}, approximate={c.attrs['approximate']!r})", _relax_gelu,
            iv.unary_rule(iv.gelu_like(-0.1701)), Example(_X.inputs, ("x",), {"approximate": "tanh"}),
-           attr_types={"approximate": one_of("none", "tanh")}),
+           attr_types={"approximate": one_of("none", "tanh")},
+           numpy=_np_gelu),
     OpSpec("silu", "activation", ("a",), {}, _infer_activation, silu, _torch_unary("F.silu"), _relax_unary("silu"),
-           iv.unary_rule(iv.gelu_like(-0.2785)), _X),
+           iv.unary_rule(iv.gelu_like(-0.2785)), _X,
+           numpy=lambda c: f"({c.args[0]} / (1 + np.exp(-{c.args[0]})))"),
     OpSpec("astype", "cast", ("a",), {"dtype": None}, _infer_astype, astype,
            lambda c: f"{c.args[0]}.to(torch.{c.attrs['dtype']})", _relax_astype, iv.astype_rule,
-           Example(_X.inputs, ("x",), {"dtype": OTHER_FLOAT}), attr_types={"dtype": DTYPE}),
+           Example(_X.inputs, ("x",), {"dtype": OTHER_FLOAT}), attr_types={"dtype": DTYPE},
+           numpy=_np_astype),
 ]

@@ -15,6 +15,7 @@ from .base import (
     ChainBreak,
     Example,
     IRError,
+    NumpyCall,
     OpSpec,
     RelaxCall,
     TorchCall,
@@ -210,6 +211,11 @@ def _conv_op(nd: int) -> OpSpec:
                   params=(1, 2), attr_types=_CONV_TYPES, tags=_CONTRACTION, relax_dtype=accumulate_dtype)
 
 
+def _np_linear(c: NumpyCall) -> str:
+    y = f"({c.args[0]} @ {c.args[1]}.T)"
+    return y if c.args[2] == "None" else f"({y} + {c.args[2]})"
+
+
 _CONV_ATTRS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1}
 _CONV_TYPES = {"stride": int_or_ints(1), "padding": int_or_ints(0), "dilation": int_or_ints(1), "groups": POSITIVE_INT}
 _CONTRACTION = frozenset({"contraction", "autocast-lower"})
@@ -224,11 +230,14 @@ OPS: list[OpSpec] = [
            lambda c: f"F.linear({c.args[0]}, {c.args[1]}, {c.args[2]})", _relax_product, _INNER,
            Example((example_input("x", [2, 3, 8]), example_input("w", [5, 8], "param"), example_input("b", [5], "param")),
                    ("x", "w", "b")),
-           params=(1, 2), tags=_CONTRACTION, relax_dtype=accumulate_dtype),
+           params=(1, 2), tags=_CONTRACTION, relax_dtype=accumulate_dtype,
+           numpy=_np_linear),
     OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul,
            lambda c: f"torch.matmul({c.args[0]}, {c.args[1]})", _relax_product, _INNER, _MATMUL_EXAMPLE,
-           tags=_CONTRACTION, relax_dtype=accumulate_dtype),
+           tags=_CONTRACTION, relax_dtype=accumulate_dtype,
+           numpy=lambda c: f"({c.args[0]} @ {c.args[1]})"),
     OpSpec("bmm", "matmul", ("a", "b"), {}, _infer_matmul(True), matmul,
            lambda c: f"torch.bmm({c.args[0]}, {c.args[1]})", _relax_product, _INNER, _MATMUL_EXAMPLE,
-           tags=_CONTRACTION, relax_dtype=accumulate_dtype),
+           tags=_CONTRACTION, relax_dtype=accumulate_dtype,
+           numpy=lambda c: f"({c.args[0]} @ {c.args[1]})"),
 ]

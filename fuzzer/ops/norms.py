@@ -18,6 +18,7 @@ from .base import (
     SHAPE,
     Example,
     IRError,
+    NumpyCall,
     OpSpec,
     RelaxCall,
     TorchCall,
@@ -273,6 +274,55 @@ def _relax_instance_norm(c: RelaxCall) -> str:
             f"epsilon={c.attrs['eps']!r})")
 
 
+def _np_affine(c: NumpyCall, y: str, first: int, shape: str) -> str:
+    w, b = (c.args + ["None"] * 5)[first:first + 2]
+    y = y if w == "None" else f"{y} * {w}.reshape({shape})"
+    return y if b == "None" else f"({y} + {b}.reshape({shape}))"
+
+
+def _np_standardize(x: str, axes: str, eps: float) -> str:
+    return f"(lambda v: (v - v.mean({axes}, keepdims=True)) / np.sqrt(v.var({axes}, keepdims=True) + {eps!r}))({x})"
+
+
+def _np_layer_norm(c: NumpyCall) -> str:
+    n = len(c.attrs["normalized_shape"])
+    axes = repr(tuple(range(-n, 0)))
+    return _np_affine(c, _np_standardize(c.args[0], axes, c.attrs["eps"]), 1, "-1" if n == 1 else repr(tuple(c.attrs["normalized_shape"])))
+
+
+def _np_rms_norm(c: NumpyCall) -> str:
+    n = len(c.attrs["normalized_shape"])
+    x = c.args[0]
+    y = f"({x} / np.sqrt(np.mean({x} ** 2, {tuple(range(-n, 0))!r}, keepdims=True) + {c.attrs['eps']!r}))"
+    return y if c.args[1] == "None" else f"{y} * {c.args[1]}"
+
+
+def _channel_shape(c: NumpyCall) -> str:
+    rank = len(c.shapes[0] or ())
+    return repr((1, -1) + (1,) * (rank - 2))
+
+
+def _np_group_norm(c: NumpyCall) -> str:
+    shape = c.shapes[0] or ()
+    x, g = c.args[0], int(c.attrs["num_groups"])
+    y = f"{_np_standardize(f'{x}.reshape({shape[0]}, {g}, -1)', '-1', c.attrs['eps'])}.reshape({tuple(shape)!r})"
+    return _np_affine(c, y, 1, _channel_shape(c))
+
+
+def _np_instance_norm(c: NumpyCall) -> str:
+    axes = repr(tuple(range(2, len(c.shapes[0] or ()))))
+    return _np_affine(c, _np_standardize(c.args[0], axes, c.attrs["eps"]), 1, _channel_shape(c))
+
+
+def _np_batch_norm(c: NumpyCall) -> str:
+    x, shape, eps = c.args[0], _channel_shape(c), c.attrs["eps"]
+    if c.attrs["training"]:
+        axes = repr((0,) + tuple(range(2, len(c.shapes[0] or ()))))
+        return _np_affine(c, _np_standardize(x, axes, eps), 3, shape)
+    y = f"(({x} - {c.args[1]}.reshape({shape})) / np.sqrt({c.args[2]}.reshape({shape}) + {eps!r}))"
+    return _np_affine(c, y, 3, shape)
+
+
 _SEQ = example_input("x", [2, 3, 8])
 _CHANNELS = example_input("x", [2, 4, 6])
 _AFFINE_8 = (example_input("w", [8], "param"), example_input("b", [8], "param"))
@@ -283,26 +333,31 @@ OPS: list[OpSpec] = [
            _infer_layer_norm, layer_norm, _torch_layer_norm, _relax_layer_norm,
            iv.norm_rule(lambda x, a: math.prod(a["normalized_shape"])),
            Example((_SEQ, *_AFFINE_8), ("x", "w", "b"), {"normalized_shape": [8], "eps": 1e-5}),
-           params=(1, 2), attr_types={"normalized_shape": SHAPE, "eps": EPS}),
+           params=(1, 2), attr_types={"normalized_shape": SHAPE, "eps": EPS},
+           numpy=_np_layer_norm),
     OpSpec("rms_norm", "norm", ("x", "weight?"), {"normalized_shape": None, "eps": 1e-6},
            _infer_rms_norm, rms_norm, _torch_rms_norm, _relax_rms_norm,
            iv.norm_rule(lambda x, a: math.prod(a["normalized_shape"])),
            Example((_SEQ, _AFFINE_8[0]), ("x", "w"), {"normalized_shape": [8], "eps": 1e-6}),
-           params=(1,), attr_types={"normalized_shape": SHAPE, "eps": EPS}, relax_dtype=_rms_dtype),
+           params=(1,), attr_types={"normalized_shape": SHAPE, "eps": EPS}, relax_dtype=_rms_dtype,
+           numpy=_np_rms_norm),
     OpSpec("group_norm", "norm", ("x", "weight?", "bias?"), {"num_groups": 1, "eps": 1e-5},
            _infer_group_norm, group_norm, _torch_group_norm, _relax_group_norm,
            iv.norm_rule(lambda x, a: math.prod(x.shape[1:]) // a["num_groups"]),
            Example((_CHANNELS, *_AFFINE_4), ("x", "w", "b"), {"num_groups": 2, "eps": 1e-5}),
-           params=(1, 2), attr_types={"num_groups": POSITIVE_INT, "eps": EPS}),
+           params=(1, 2), attr_types={"num_groups": POSITIVE_INT, "eps": EPS},
+           numpy=_np_group_norm),
     OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5, "training": False},
            _infer_batch_norm, batch_norm, _torch_batch_norm, _relax_batch_norm, iv.batch_norm_rule,
            Example((_CHANNELS, example_input("rm", [4], "param"), example_input("rv", [4], "param", POSITIVE),
                     *_AFFINE_4), ("x", "rm", "rv", "w", "b"), {"eps": 1e-5}),
            params=(1, 2, 3, 4), attr_types={"eps": EPS, "training": BOOL},
-           tags=frozenset({"autocast-fp32-xla"})),
+           tags=frozenset({"autocast-fp32-xla"}),
+           numpy=_np_batch_norm),
     OpSpec("instance_norm", "norm", ("x", "weight?", "bias?"), {"eps": 1e-5},
            _infer_instance_norm, instance_norm, _torch_instance_norm, _relax_instance_norm,
            iv.norm_rule(lambda x, a: math.prod(x.shape[2:])),
            Example((_CHANNELS, *_AFFINE_4), ("x", "w", "b"), {"eps": 1e-5}),
-           params=(1, 2), attr_types={"eps": EPS}, tags=frozenset({"autocast-fp32-xla"})),
+           params=(1, 2), attr_types={"eps": EPS}, tags=frozenset({"autocast-fp32-xla"}),
+           numpy=_np_instance_norm),
 ]

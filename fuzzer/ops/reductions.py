@@ -15,6 +15,7 @@ from .base import (
     NONNEGATIVE_INT,
     Example,
     IRError,
+    NumpyCall,
     OpSpec,
     RelaxCall,
     TorchCall,
@@ -184,27 +185,57 @@ def _cumsum_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], ou
     return iv.clamp((min(a[0], n * a[0]), max(a[1], n * a[1])))
 
 
+def _np_axes(c: NumpyCall) -> str:
+    dims = c.attrs["dims"]
+    return "None" if dims is None else repr(tuple(int(d) for d in dims))
+
+
+def _np_reduce(fn: str) -> Callable[[NumpyCall], str]:
+    return lambda c: f"np.{fn}({c.args[0]}, axis={_np_axes(c)}, keepdims={bool(c.attrs['keepdim'])})"
+
+
+def _np_var(c: NumpyCall) -> str:
+    return f"np.var({c.args[0]}, axis={_np_axes(c)}, ddof={int(c.attrs['correction'])}, keepdims={bool(c.attrs['keepdim'])})"
+
+
+def _np_softmax(log: bool) -> Callable[[NumpyCall], str]:
+    def render(c: NumpyCall) -> str:
+        d, x = int(c.attrs["dim"]), c.args[0]
+        shifted = f"({x} - np.max({x}, {d}, keepdims=True))"
+        if log:
+            return f"(lambda z: z - np.log(np.exp(z).sum({d}, keepdims=True)))({shifted})"
+        return f"(lambda e: e / e.sum({d}, keepdims=True))(np.exp({shifted}))"
+
+    return render
+
+
 _REDUCE_TYPES = {"dims": DIMS, "keepdim": BOOL}
 _X = (example_input("x", [2, 3, 8]),)
 
 OPS: list[OpSpec] = [
     OpSpec("sum", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("sum"), sum,
            _torch_reduce("sum"), _relax_reduce("sum"), iv.reduce_rule("sum"),
-           Example(_X, ("x",), {"dims": [-1], "keepdim": False}), attr_types=_REDUCE_TYPES),
+           Example(_X, ("x",), {"dims": [-1], "keepdim": False}), attr_types=_REDUCE_TYPES,
+           numpy=_np_reduce("sum")),
     OpSpec("mean", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("mean"), mean,
            _torch_reduce("mean"), _relax_reduce("mean"), iv.reduce_rule("mean"),
-           Example(_X, ("x",), {"dims": [-1], "keepdim": True}), attr_types=_REDUCE_TYPES),
+           Example(_X, ("x",), {"dims": [-1], "keepdim": True}), attr_types=_REDUCE_TYPES,
+           numpy=_np_reduce("mean")),
     OpSpec("var", "reduction", ("a",), {"dims": None, "keepdim": False, "correction": 1}, _infer_reduce("var"), var,
            _torch_var, _relax_var, iv.reduce_rule("var"), Example(_X, ("x",), {"dims": [-1], "keepdim": False}),
-           attr_types={**_REDUCE_TYPES, "correction": NONNEGATIVE_INT}),
+           attr_types={**_REDUCE_TYPES, "correction": NONNEGATIVE_INT},
+           numpy=_np_var),
     OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, _torch_softmax("softmax"),
            _relax_softmax("softmax"), iv.softmax_rule(log=False), Example(_X, ("x",), {"dim": -1}),
-           attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"})),
+           attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"}),
+           numpy=_np_softmax(log=False)),
     OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax, _torch_softmax("log_softmax"),
            _relax_softmax("log_softmax"), iv.softmax_rule(log=True), Example(_X, ("x",), {"dim": -1}),
-           attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"})),
+           attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"}),
+           numpy=_np_softmax(log=True)),
     OpSpec("cumsum", "reduction", ("a",), {"dim": -1}, _infer_cumsum, cumsum,
            lambda c: f"torch.cumsum({c.args[0]}, dim={c.attrs['dim']!r})",
            lambda c: f"R.op.cumsum({c.arg(0)}, axis={int(c.attrs['dim'])})", _cumsum_interval,
-           Example(_X, ("x",), {"dim": -1}), attr_types={"dim": INT}),
+           Example(_X, ("x",), {"dim": -1}), attr_types={"dim": INT},
+           numpy=lambda c: f"np.cumsum({c.args[0]}, axis={int(c.attrs['dim'])})"),
 ]
