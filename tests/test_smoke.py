@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzzer.campaign.smoke import compare, junit, load_baseline, markdown
+from fuzzer.campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "corpus" / "known-findings.json"
@@ -33,6 +33,19 @@ def test_verdict_splits_new_known_and_missing() -> None:
     text = markdown(v, {"cases": 3, "tests": 9, "elapsed_s": 12.0, "seed": 1})
     assert text.startswith("# precfuzz smoke: FAIL") and "`b`" in text and "known bug" in text
     assert compare([bug("a")], baseline).passed and [e["key"] for e in compare([bug("a")], baseline).missing] == ["gone"]
+
+
+def test_updated_baseline_keeps_triage_adds_new_bugs_and_keeps_unseen_ones() -> None:
+    baseline = [{"key": "a", "title": "A", "triage": "looked at: real", "upstream": "https://x/1"},
+                {"key": "gone", "title": "G", "triage": "not reached tonight"}]
+    run = [bug("a"), bug("b"), bug("c", merged_into="b1"), bug("d", aliases=["gone"]),
+           bug("h", kind="model-hazard")]
+    out = updated_baseline(run, baseline)
+    assert [e["key"] for e in out] == ["a", "b", "gone", "h"]  # merged bugs and aliases of known keys add nothing
+    assert out[0]["triage"] == "looked at: real" and out[0]["upstream"] == "https://x/1"
+    assert out[1]["triage"].startswith("not yet triaged") and out[1]["title"] == "title of b"
+    assert out[3]["triage"].startswith("model-side")
+    assert compare(run, out).passed
 
 
 def test_committed_baseline_has_a_triage_line_for_every_bug() -> None:

@@ -48,6 +48,29 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]]:
     return entries
 
 
+# first triage line of a bug nobody has looked at yet, by kind (oracles.bugs kinds)
+DEFAULT_TRIAGE = {
+    "backend-bug": "not yet triaged: the backend departs from PyTorch eager on the CPU (status, dtype or accuracy)",
+    "model-hazard": "model-side: PyTorch itself raises or promotes the same way under this policy (a cast fixes it)",
+    "unsupported": "coverage: the backend declares this dtype/op unsupported; recorded, not a bug",
+}
+
+
+def updated_baseline(bugs: list[dict[str, Any]], baseline: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The baseline after a run: entries the run saw (triage kept) plus the run's new bugs; sorted by key.
+
+    Entries not seen this run are kept too (a bug not reached tonight is not fixed); a new bug gets a
+    triage line by kind, to be replaced by a person's.
+    """
+    merged = {e["key"]: dict(e) for e in baseline}
+    for b in bugs:
+        if b.get("merged_into") or any(k in merged for k in _keys(b)):
+            continue
+        merged[b["key"]] = {"key": b["key"], "title": b.get("title", ""),
+                            "triage": DEFAULT_TRIAGE.get(str(b.get("kind")), "not yet triaged"), "upstream": ""}
+    return [merged[k] for k in sorted(merged)]
+
+
 def _keys(bug: dict[str, Any]) -> list[str]:
     return [bug["key"], *bug.get("aliases", [])]
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
-from ..campaign.smoke import compare, junit, load_baseline, markdown
+from ..campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
 from ..campaign.store import DirLock, StoreError
 from .common import (
     EXIT_FINDING,
@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz smoke`."""
     parser.add_argument("--baseline", default=str(DEFAULT_BASELINE), help="known bugs (JSON); '' for none")
     parser.add_argument("--junit", help="write JUnit XML here")
+    parser.add_argument("--write-baseline", metavar="PATH",
+                        help="after the run, write the baseline plus this run's new bugs here (triage kept)")
     parser.add_argument("--summary", help="write the Markdown summary here (default: OUT/smoke.md)")
     parser.add_argument("--max-tests", type=positive_int, default=1500,
                         help="tests to run (default 1500: the same cases every night)")
@@ -82,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
             writable_file(args.junit, "--junit")
         if args.summary:
             writable_file(args.summary, "--summary")
+        if args.write_baseline:
+            writable_file(args.write_baseline, "--write-baseline")
         check_seeds(DEFAULT_SEEDS)
         cfg = config_from_args(args, out, args.seed, args.time, args.max_tests, DEFAULT_SEEDS)
         fresh_out(out)  # only after every other option checked out
@@ -104,6 +108,12 @@ def run(args: argparse.Namespace) -> int:
         Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
         Path(args.junit).write_text(junit(verdict, cfg.executors, summary.elapsed_s))
     print(md, file=sys.stderr)
+    if args.write_baseline:
+        about = (f"Known bugs of `precfuzz smoke` (seed {cfg.seed}, --max-tests {args.max_tests}, executors "
+                 f"{','.join(cfg.executors)}). smoke fails only on bug keys not listed here. triage: what we "
+                 "believe each is.")
+        entries = updated_baseline(campaign.store.load_bugs(), baseline)
+        Path(args.write_baseline).write_text(json.dumps({"about": about, "bugs": entries}, indent=1) + "\n")
     print(json.dumps({"passed": verdict.passed, "new": [b["key"] for b in verdict.new],
                       "known": len(verdict.known), "missing": len(verdict.missing), **info}))
     return EXIT_OK if verdict.passed else EXIT_FINDING
