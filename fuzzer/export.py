@@ -86,10 +86,14 @@ def main():
     raw = make_inputs()
     inputs = {{name: round_to(value, INPUT_DTYPES[name]) for name, value in raw.items()}}
     expected = reference(inputs, False, round_to)
-    # three ideal implementations of the declared dtypes: exact math rounded per op, float32 arithmetic, and exact
-    # math on backward-stably perturbed operands
+    # four ideal implementations of the declared dtypes: exact math rounded per op, float32 arithmetic (variances
+    # in two passes, and in one pass), and exact math on backward-stably perturbed operands
     ideal = reference(inputs, True, round_to)
     ideal32 = reference({{name: to_float32_arithmetic(value, name) for name, value in inputs.items()}}, True, round_to_float32)
+    token = VARIANCE_FORM.set("one-pass")
+    ideal32_one_pass = reference({{name: to_float32_arithmetic(value, name) for name, value in inputs.items()}}, True,
+                                 round_to_float32)
+    VARIANCE_FORM.reset(token)
     perturb = backward_perturbation(round_to)
     perturbed = reference({{name: perturb(value, "float64")
                            if INPUT_KINDS[name] == "tensor" and not INPUT_DTYPES[name].startswith("int") else value
@@ -105,7 +109,8 @@ def main():
         want = np.asarray(expected[name], dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
         declared = OUTPUT_DTYPES[name]
-        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, [ideal[name], ideal32[name], perturbed[name]], declared,
+        ideals = [ideal[name], ideal32[name], perturbed[name], ideal32_one_pass[name]]
+        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, ideals, declared,
                                                       {multiplier!r}, {slack!r})
         print(f"{{name}}: dtype {{dtype}} (declared {{declared}}), shape {{list(out.shape)}}", flush=True)
         print("  expected (fp64 reference):", want.ravel()[:4], flush=True)

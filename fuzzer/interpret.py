@@ -19,9 +19,12 @@ from .dtypes import is_float, round_to
 from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
 from .ops import OPS, is_cast
+from .ops.base import VARIANCE_FORM
 
 Values = dict[str, np.ndarray]
-PRELUDE = "import math\nfrom typing import Any\n\nimport numpy as np\nfrom numpy.lib.stride_tricks import sliding_window_view\n"
+PRELUDE = ("import math\nfrom contextvars import ContextVar\nfrom typing import Any\n\nimport numpy as np\n"
+           "from numpy.lib.stride_tricks import sliding_window_view\n\n"
+           "VARIANCE_FORM = ContextVar('precfuzz_variance_form', default='two-pass')  # see acc_moments\n")
 
 
 def _helpers(fn: FunctionType, seen: dict[str, FunctionType]) -> None:
@@ -129,7 +132,9 @@ def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24):
     return rnd
 
 
-ARITHMETICS = ("float64", "float32", "perturbed")
+ARITHMETICS = ("float64", "float32", "perturbed", "float32-one-pass")
+# ops whose float32 kernels commonly form a variance in one pass (see fuzzer.ops.base.VARIANCE_FORM)
+VARIANCE_OPS = frozenset({"layer_norm", "group_norm", "batch_norm", "instance_norm", "var"})
 
 
 def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "float64",
@@ -138,9 +143,16 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
 
     With rounded=True, `arithmetic` picks one of three ideal implementations of the declared dtypes:
     "float64" computes each op exactly; "float32" computes in float32 arithmetic (fp32 accumulation);
-    "perturbed" computes exactly on operands perturbed backward-stably at float32 level. A backend may
-    lose what the worst of them loses (see oracles.bounds).
+    "perturbed" computes exactly on operands perturbed backward-stably at float32 level; "float32-one-pass" is
+    "float32" with variances formed as E[x^2] - E[x]^2 (XLA's and TVM's norm kernels). A backend may lose what
+    the worst of them loses (see oracles.bounds).
     """
+    if arithmetic == "float32-one-pass":
+        token = VARIANCE_FORM.set("one-pass")
+        try:
+            return evaluate(graph, inputs, rounded, "float32", overflow)
+        finally:
+            VARIANCE_FORM.reset(token)
     fn = _compiled(canonical(graph_to_json(graph)))
     typed = infer(graph)
     rnd = round_to
@@ -194,8 +206,9 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
     run went subnormal somewhere.
     """
     events: list[str] = []
+    with_variance = any(n.op in VARIANCE_OPS for n in graph.nodes)
     runs = [evaluate(graph, inputs, rounded=True, arithmetic=a, overflow=events if a == "float32" else None)
-            for a in ARITHMETICS]
+            for a in ARITHMETICS if with_variance or a != "float32-one-pass"]
     if notes is not None and "underflow" in events:
         notes.add("underflow")  # fp32 arithmetic went subnormal: flush-to-zero backends may differ there
     trouble = {"overflow", "invalid"} & set(events)

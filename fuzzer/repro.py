@@ -6,7 +6,7 @@ Relax module built in float64) next to a control, and exit status 1 while the bu
 The script imports numpy and the backend only. Every uncontrolled text (names, messages, paths) enters it
 through repr(), value_identifiers(), or as a comment line (from the third line on) with its special
 characters escaped. The full-oracle script
-(fuzzer.export: pasted reference, three ideal implementations and the bound) stays beside it as repro_full.py.
+(fuzzer.export: pasted reference, four ideal implementations and the bound) stays beside it as repro_full.py.
 """
 
 from __future__ import annotations
@@ -322,7 +322,9 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
             lines.append("off = run(AS_DECLARED, [])  # without PASSES")
         lines += ["failed = False", "for i, name in enumerate(ALLOWED):",
                   "    e = expected[i].astype(np.float64)",
-                  "    err, ref = np.abs(actual[i].astype(np.float64) - e).max(), np.abs(control[i].astype(np.float64) - e).max()"]
+                  "    diff = np.abs(actual[i].astype(np.float64) - e)",
+                  "    err, ref, k = diff.max(), np.abs(control[i].astype(np.float64) - e).max(), int(np.nanargmax(diff))",
+                  "    print(f\"{name}[{k}]: expected {e.ravel()[k]:.6g}, got {actual[i].ravel()[k]:.6g}\")"]
         if ex.passes:
             lines += ["    print(f\"{name}: max error {err:.4g} with PASSES, {np.abs(off[i].astype(np.float64) - e).max():.4g} \"",
                       "          f\"without; {ref:.4g} with float32 internals; allowed {ALLOWED[name]:.4g}\")"]

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from fuzzer.campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
+from fuzzer.campaign.smoke import (
+    compare,
+    junit,
+    load_baseline,
+    markdown,
+    updated_baseline,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "corpus" / "known-findings.json"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -266,3 +267,18 @@ def acc_mean(x, axis=None, keepdims=False):
     axes = tuple(range(x.ndim)) if axis is None else tuple(int(a) % x.ndim for a in np.atleast_1d(axis))
     count = int(np.prod([x.shape[a] for a in axes])) if axes else 1
     return acc_sum(x, axes, keepdims) / x.dtype.type(count) if x.dtype == np.float32 else np.mean(x, axis=axes, keepdims=keepdims)
+
+
+# How float32 reference arithmetic forms a variance: "two-pass" (mean, then the mean of squared deviations, as
+# PyTorch's CPU kernels do) or "one-pass" (E[x^2] - E[x]^2 in one sweep, as XLA's and TVM's norm lowerings do).
+# Both are common float32 kernels; the ideal implementations include both (fuzzer.interpret.ARITHMETICS).
+VARIANCE_FORM: ContextVar[str] = ContextVar("precfuzz_variance_form", default="two-pass")
+
+
+def acc_moments(x, axes) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and biased variance over axes (kept), in the VARIANCE_FORM for float32 values; exact otherwise."""
+    x = np.asarray(x)
+    mu = acc_mean(x, axes, keepdims=True)
+    if x.dtype == np.float32 and VARIANCE_FORM.get() == "one-pass":
+        return mu, np.maximum(acc_mean(x * x, axes, keepdims=True) - mu * mu, np.float32(0.0))
+    return mu, acc_mean((x - mu) ** 2, axes, keepdims=True)

@@ -25,6 +25,7 @@ from .base import (
     Typed,
     ValueInfo,
     acc_mean,
+    acc_moments,
     example_input,
     param_dtype_rule,
     require_float,
@@ -151,8 +152,7 @@ def normalize(x, mu, v, eps):
 def layer_norm(x, weight=None, bias=None, normalized_shape=(), eps=1e-5, **_: Any) -> np.ndarray:
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape, then affine."""
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    mu = acc_mean(x, axes, keepdims=True)
-    v = acc_mean((x - mu) ** 2, axes, keepdims=True)
+    mu, v = acc_moments(x, axes)
     return _affine(normalize(x, mu, v, eps), weight, bias, tuple(normalized_shape))
 
 
@@ -167,8 +167,7 @@ def group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5, **_: Any) -> n
     """Normalize over (channels in a group, spatial dims), then per-channel affine."""
     n, c = x.shape[:2]
     g = x.reshape(n, num_groups, -1)
-    mu = acc_mean(g, -1, keepdims=True)
-    v = acc_mean((g - mu) ** 2, -1, keepdims=True)
+    mu, v = acc_moments(g, (g.ndim - 1,))
     y = normalize(g, mu, v, eps).reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
 
@@ -178,8 +177,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, t
     shape = (1, x.shape[1]) + (1,) * (x.ndim - 2)
     if training:
         axes = (0,) + tuple(range(2, x.ndim))
-        mu = acc_mean(x, axes, keepdims=True)
-        v = acc_mean((x - mu) ** 2, axes, keepdims=True)
+        mu, v = acc_moments(x, axes)
     else:
         mu, v = np.reshape(running_mean, shape), np.reshape(running_var, shape)
     return _affine(normalize(x, mu, v, eps), weight, bias, shape)
@@ -188,8 +186,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, eps=1e-5, t
 def instance_norm(x, weight=None, bias=None, eps=1e-5, **_: Any) -> np.ndarray:
     """Normalize each (sample, channel) over its spatial dims, then per-channel affine."""
     axes = tuple(range(2, x.ndim))
-    mu = acc_mean(x, axes, keepdims=True)
-    v = acc_mean((x - mu) ** 2, axes, keepdims=True)
+    mu, v = acc_moments(x, axes)
     return _affine(normalize(x, mu, v, eps), weight, bias, (1, x.shape[1]) + (1,) * (x.ndim - 2))
 
 

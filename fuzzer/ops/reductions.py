@@ -22,6 +22,7 @@ from .base import (
     Typed,
     ValueInfo,
     acc_mean,
+    acc_moments,
     acc_sum,
     example_input,
     norm_dim,
@@ -91,8 +92,9 @@ def var(a, dims=None, keepdim=False, correction=1, **_: Any) -> np.ndarray:
     """Variance over dims with Bessel-style correction (two passes)."""
     axes = _axis(a, dims) or tuple(range(np.ndim(a)))
     count = int(np.prod([np.shape(a)[d] for d in axes]))
-    centered = a - acc_mean(a, axes, keepdims=True)
-    return acc_sum(centered * centered, axes, keepdim) / (count - int(correction))
+    _, v = acc_moments(a, axes)
+    v = v * (np.asarray(a).dtype.type(count) / np.asarray(a).dtype.type(count - int(correction)))
+    return v if keepdim else np.squeeze(v, axis=axes)
 
 
 def softmax(a, dim=-1, **_: Any) -> np.ndarray:
