@@ -14,7 +14,7 @@ from op_examples import example
 
 from fuzzer import outcome as oc
 from fuzzer.analysis import trace_promotion
-from fuzzer.check import Checker, judge_nodes
+from fuzzer.check import Checker, judge_nodes, rounded_inputs
 from fuzzer.executors.torch_exec import (
     AUTOCAST_LOWER,
     CPU_AUTOCAST_FP32,
@@ -346,3 +346,25 @@ def test_regression_a_float32_norm_may_form_its_variance_in_one_pass() -> None:
     assert error_stats(kernel, exact, two_pass_only, "float32").ratio > 1.0  # what the old bound said
     assert error_stats(kernel, exact, ideals, "float32").ratio <= 1.0
     assert error_stats(one_pass(inputs["x"], np.float16), exact, ideals, "float32").ratio > 10.0
+
+
+def test_regression_excess_precision_of_a_fused_bf16_intermediate_is_not_blamed_on_the_next_op() -> None:
+    """Triage (smoke seed 20261130): XLA autocast fed softmax the float32 quotient of a bf16 division that the
+    program rounds to bf16 (xla_allow_excess_precision); judged on the observed bf16 quotient, softmax was
+    blamed at 2390x. Judged fused with its producer computing in float32, it is within bound."""
+    x = Input("x", (2, 16), "bfloat16", init={"dist": "uniform", "low": 600.0, "high": 700.0, "seed": 5})
+    g = Graph((x,), (Node("d", "div", ("x", 4.47213595499958)), Node("d32", "astype", ("d",), {"dtype": "float32"}),
+                     Node("p", "softmax", ("d32",), {"dim": -1})), ("p",))
+    inputs = input_values(Case(g), 0)
+    xv = rounded_inputs(g, inputs)["x"]
+    d_bf16 = evaluate(g, inputs, rounded=True)["d"]  # what a probe observes: the program's bf16 quotient
+    kept = (xv.astype(np.float32) / np.float32(4.47213595499958)).astype(np.float64)  # what XLA feeds softmax
+    p = np.exp(kept - kept.max(-1, keepdims=True))
+    p = (p / p.sum(-1, keepdims=True)).astype(np.float32).astype(np.float64)
+    observed = {"d": d_bf16, "p": p}
+    exact_on_observed = evaluate(Graph((Input("d32", (2, 16), "float32"),), (g.nodes[2],), ("p",)),
+                                 {"d32": d_bf16}, rounded=False)["p"]
+    assert np.abs(p - exact_on_observed).max() > 1e-2  # the old judgement: far out of bound
+    (vd, vp) = judge_nodes(g, inputs, observed)
+    assert vp.node == "p" and vp.excess and vp.stats.ratio <= 1.0
+    assert not vd.excess and vd.stats.ratio <= 1.0
