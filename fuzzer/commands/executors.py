@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     for name in REGISTRY:
         ex = create(name)
         rows.append({"name": name, "available": status[name] is None, "why_not": status[name],
-                     "group": ex.group, "settings": ex.settings()})
+                     "group": ex.group, "description": ex.summary(), "settings": ex.settings()})
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -28,5 +28,5 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         state = "available" if r["available"] else f"unavailable: {r['why_not']}"
         settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items())
-        print(f"{r['name']:<{width}}  {state}  [{settings}]")
+        print(f"{r['name']:<{width}}  {state}  {r['description']}  [{settings}]")
     return 0

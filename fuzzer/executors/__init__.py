@@ -22,6 +22,9 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "tvm/default": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "default"}),
     "tvm/decompose": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose"}),
     "tvm/decompose-inference": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose-inference"}),
+    "tvm/passes": ("fuzzer.executors.tvm_passes_exec:TVMPassSequenceExecutor", {}),
+    "tvm/mixed-precision": ("fuzzer.executors.tvm_mixed:TVMMixedPrecisionExecutor", {"out_dtype": "float32"}),
+    "tvm/frontend": ("fuzzer.executors.tvm_frontend:TVMFrontendExecutor", {}),
 }
 REGISTRY.update(neuron_registry_entries())  # neuron/<setting>: one per row of neuron.NEURON_SETTINGS
 
