@@ -34,6 +34,7 @@ class TVMPassSequenceExecutor(TVMExecutor):
         super().__init__("default", cache_size)
         self.pipeline = "passes"
         self.name = "tvm/passes"
+        self.description = type(self).description  # not the default pipeline's line TVMExecutor set
         self.sequence: tuple[str, ...] | None = None
         self.passes = ()
 
