@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..executors import REGISTRY, availability, create
+from ..executors import OPT_IN, REGISTRY, availability, create
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     width = max(len(r["name"]) for r in rows)
     for r in rows:
         state = "available" if r["available"] else f"unavailable: {r['why_not']}"
+        state += " (opt-in)" if r["name"] in OPT_IN and r["available"] else ""
         settings = ", ".join(f"{k}={v}" for k, v in r["settings"].items())
         print(f"{r['name']:<{width}}  {state}  {r['description']}  [{settings}]")
     return 0

@@ -20,23 +20,20 @@ from typing import Any
 
 from ..dtypes import is_float
 from ..ir import Graph, Node, infer
+from ..ops import OPS, is_cast, tagged
 from .tvm_exec import TVMExecutor
 
-# IR op -> TMixedPrecisionPolicy of the Relax op its lowering emits (tests/test_tvm_depth.py checks the table
-# against TVM's registry): "always" (0), "follow" (1), "never" (2 or unset).
-MIXED_PRECISION: dict[str, str] = {
-    **{op: "always" for op in ("matmul", "bmm", "conv1d", "conv2d", "conv3d", "linear")},
-    **{op: "follow" for op in ("add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh",
-                               "silu", "gelu", "layer_norm", "group_norm", "instance_norm", "rms_norm")},
-    **{op: "never" for op in ("softmax", "log_softmax", "sum", "mean", "var", "cumsum", "batch_norm", "astype")},
-}
+# IR op -> TMixedPrecisionPolicy of the Relax op its lowering emits, read off the op records' tags (tests check
+# them against TVM's registry): "always" (kAlways), "follow" (kFollow), else "never".
+MIXED_PRECISION: dict[str, str] = {op: "always" if op in tagged(OPS, "amp-always") else
+                                   "follow" if op in tagged(OPS, "amp-follow") else "never" for op in OPS}
 WIDE = ("float16", "bfloat16", "float64")
 
 
 def float32_version(graph: Graph) -> Graph:
     """The graph with every floating-point input and cast declared float32 (what ToMixedPrecision expects)."""
     inputs = tuple(replace(i, dtype="float32") if i.kind == "tensor" and i.dtype in WIDE else i for i in graph.inputs)
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float32"}) if n.op == "astype" and n.attrs.get("dtype") in WIDE
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float32"}) if is_cast(n.op) and n.attrs.get("dtype") in WIDE
                   else n for n in graph.nodes)
     return Graph(inputs, nodes, graph.outputs)
 
