@@ -18,7 +18,7 @@ from oracles.findings import Finding
 from . import report_draft
 from .executors import create
 from .export import render_script
-from .ir import Case, save_case
+from .ir import Case, case_options, save_case
 from .repro import render as render_short
 
 REPRO, REPRO_FULL, REPORT, CASE = "repro.py", "repro_full.py", "report.md", "case.json"
@@ -51,7 +51,7 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
                   short: bool = True, full: bool = True, variant: str = "*", executors: Iterable[str] = ()) -> Artifacts:
     """Write the case and the scripts of `finding` (on `case`) into `folder`."""
     out = Artifacts()
-    executor = create(finding.executor)
+    executor = create(finding.executor).bind(case_options(case))  # the case's own pass sequence, where it has one
     names = list(executors) or [finding.executor]
     out.title = report_draft.title(finding, names, describe, variant)
     set_index = finding.input_set if finding.input_set < len(case.input_sets) else 0

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from oracles import crashes, semantics
-from oracles.bounds import ErrorStats, error_stats
+from oracles.bounds import SLACK_ULPS, ErrorStats, error_stats
 from oracles.error_bounds import (
     OutputJudgement,
     at_fault,
@@ -39,6 +39,7 @@ from .ir import (
     IRError,
     Node,
     canonical,
+    case_options,
     graph_to_json,
     infer,
     input_values,
@@ -47,6 +48,7 @@ from .ir import (
 from .isolation import ExecutorPool
 from .ops import OPS, is_cast
 from .outcome import Outcome
+from .tvm_passes import PassSequenceError, check_sequence, derive_sequence
 
 SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right
 Values = dict[str, np.ndarray]
@@ -82,6 +84,11 @@ class CheckResult:
         }
 
 
+def same_verdict(a: Finding, b: Finding) -> bool:
+    """True when two findings of one executor are the same verdict (oracle, executor, ops, class; dtypes aside)."""
+    return (a.oracle, a.executor, a.ops, a.error_class) == (b.oracle, b.executor, b.ops, b.error_class)
+
+
 def rounded_inputs(graph: Graph, values: Values) -> Values:
     """Input values rounded to the dtypes `graph` declares (a policy may declare params in bf16)."""
     return {i.name: (round_to(values[i.name], i.dtype) if i.kind == "tensor" else np.asarray(values[i.name]))
@@ -113,8 +120,12 @@ class NodeVerdict:
 
 
 def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
-                device: dict[str, str | None] | None = None) -> list[NodeVerdict]:
-    """Judge every observed node of `numeric` on its own operands: observed values where there are, else ideal ones."""
+                device: dict[str, str | None] | None = None,
+                approximate: dict[str, float] | None = None) -> list[NodeVerdict]:
+    """Judge every observed node of `numeric` on its own operands: observed values where there are, else ideal ones.
+
+    `approximate` (op -> relative error budget) widens the bound of those ops (documented approximate math).
+    """
     typed = infer(numeric)
     env: dict[str, Any] = dict(rounded_inputs(numeric, inputs))
     verdicts = []
@@ -128,7 +139,7 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
         exact = evaluate(sub, sub_inputs, rounded=False)[node.id]
         ideal = ideal_values(sub, sub_inputs)[node.id]
         actual = observed[node.id]
-        st = error_stats(actual, exact, ideal, dtype)
+        st = error_stats(actual, exact, ideal, dtype, slack_ulps=slack_ulps(dtype, (approximate or {}).get(node.op, 0.0)))
         excess = False
         if st.ratio > 1.0:
             carried = excess_precision_stats(numeric, typed, node, sub, sub_inputs, env, actual, dtype)
@@ -201,6 +212,26 @@ def excess_precision_stats(numeric: Graph, typed: Any, node: Any, sub: Graph, su
     return error_stats(actual, exact, ideal_values(fused, values)[node.id], dtype)
 
 
+def slack_ulps(dtype: str, budget: float) -> float:
+    """The bound's slack in ULPs of `dtype`, plus a relative error budget expressed in those ULPs."""
+    if not budget or dtype not in FLOAT_FORMATS:
+        return SLACK_ULPS
+    return SLACK_ULPS + budget * 2.0 ** (FLOAT_FORMATS[dtype].mantissa_bits + 1)
+
+
+def pin_passes(case: Case, wanted: bool) -> Case:
+    """`case` with its Relax pass sequence written out (when an executor reads one and the case has none).
+
+    The sequence is drawn from the campaign seed and index where the case has them, else from its content, so
+    a later edit of the graph (the minimizer's) keeps the sequence the finding was made with.
+    """
+    if not wanted or case.tvm_passes is not None:
+        return case
+    seed = case.meta.get("seed"), case.meta.get("index")
+    text = f"{seed[0]}:{seed[1]}" if None not in seed else case.id
+    return replace(case, tvm_passes=derive_sequence(text, (n.op for n in case.graph.nodes)))
+
+
 def flush(values: Any, dtype: str) -> np.ndarray:
     """`values` with every number below the smallest normal of `dtype` set to zero (what FTZ/DAZ hardware does)."""
     v = np.asarray(values, dtype=np.float64)
@@ -248,20 +279,32 @@ class Checker:
 
     def subject(self, name: str, graph: Graph, outcomes: list[Outcome]) -> Subject:
         """The oracles' view of one executor on one graph."""
-        ex = self.pool.executors[name]
+        ex = self.pool.executors[name].bind(self._options)
         return Subject(name, graph, outcomes, ex.policy_graph(graph), ex.numeric_graph(graph), ex.policy,
-                       ex.reported_dtypes(), ex.bridged(graph), ex.dtype_contract, ex.judge_numbers)
+                       ex.reported_dtypes(), ex.bridged(graph), ex.dtype_contract, ex.judge_numbers,
+                       ex.approximations())
 
-    def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
-        """Run `case` on the executors and judge the outcomes."""
-        graph = case.graph
+    _options: dict[str, Any] = {}  # the case options of the check in progress (probes run with them too)
+
+    def check(self, case: Case, executors: list[str] | None = None, culprits: bool = True) -> CheckResult:
+        """Run `case` on the executors and judge the outcomes.
+
+        A case an executor reads a Relax pass sequence for gets one written out first (pin_passes; the result's
+        case carries it). With `culprits`, a finding of such an executor names the pass whose removal makes it
+        disappear (details["culprit_pass"]).
+        """
         names = [n for n in (executors or self.tested) if n not in ORACLE_EXECUTORS]
+        for name in names:
+            self.pool.ensure(name)
+        case = pin_passes(case, any("tvm_passes" in self.pool.executors[n].case_options for n in names))
+        self._options = case_options(case)
+        graph = case.graph
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
         outcomes: dict[str, list[Outcome]] = {}
         seconds: dict[str, float] = {}
         for name in names:
             t1 = time.perf_counter()
-            outcomes[name] = self.pool.run(name, graph, sets)
+            outcomes[name] = self.pool.run(name, graph, sets, self._options)
             seconds[name] = time.perf_counter() - t1
         t2 = time.perf_counter()
         subjects = [self.subject(n, graph, outcomes[n]) for n in names]
@@ -279,7 +322,8 @@ class Checker:
                 ins = [rounded_inputs(s.numeric, v) for v in sets]
                 numbers[key] = ([evaluate(s.numeric, v, rounded=False) for v in ins], [ideal_values(s.numeric, v) for v in ins])
             expected, ideal = numbers[key]
-            judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal)
+            judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
+                                               max(s.approximate.values(), default=0.0))
             found = bound_findings(s.name, graph, s.typed("numeric"), judgements[s.name])
             if found and self.localize_faults:
                 found = [f2 for f in found if (f2 := self._localize(f, s, sets, notes)) is not None]
@@ -292,8 +336,32 @@ class Checker:
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes)
+        if culprits and case.tvm_passes:
+            findings = [self._culprit(f, case) if "tvm_passes" in self.pool.executors[f.executor].case_options
+                        and f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes)
+
+    # ------------------------------------------------------------ pass sequences
+
+    def _culprit(self, finding: Finding, case: Case) -> Finding:
+        """The finding with the first pass of the case's sequence whose removal makes it disappear (if any)."""
+        passes = case.tvm_passes or ()
+        tried: list[str] = []
+        for k, name in enumerate(passes):
+            try:
+                rest = check_sequence(passes[:k] + passes[k + 1:])
+            except PassSequenceError:
+                continue  # e.g. LegalizeOps while fusion passes remain
+            tried.append(name)
+            without = replace(case, tvm_passes=rest)
+            again = self.check(without, [finding.executor], culprits=False).findings
+            self._options = case_options(case)
+            if not any(same_verdict(f, finding) for f in again):
+                return replace(finding, message=f"{finding.message} (after {name}: gone without it)",
+                               details={**finding.details, "culprit_pass": name, "passes": list(passes)})
+        return replace(finding, details={**finding.details, "culprit_pass": None, "passes": list(passes),
+                                         "culprits_tried": tried})
 
     # ------------------------------------------------------------ semantic oracle runs
 
@@ -328,7 +396,8 @@ class Checker:
         if 0 <= k < len(s.outcomes) and list(s.graph.outputs) == names:
             outcome = s.outcomes[k]
         else:
-            (outcome,) = self.pool.run(s.name, Graph(s.graph.inputs, s.graph.nodes, tuple(names)), [inputs])
+            (outcome,) = self.pool.run(s.name, Graph(s.graph.inputs, s.graph.nodes, tuple(names)), [inputs],
+                                       self._options)
         if not outcome.ok or outcome.outputs is None:
             return None
         device = dict(zip(names, outcome.info.get("device_dtypes") or [None] * len(names)))
@@ -345,7 +414,7 @@ class Checker:
         if probe is None:
             return replace(finding, details={**finding.details, "localized": False})
         observed, device, _ = probe
-        verdicts = judge_nodes(s.numeric, inputs, observed, device)
+        verdicts = judge_nodes(s.numeric, inputs, observed, device, s.approximate)
         node = at_fault([(v.node, v.stats) for v in verdicts])
         if node is None:
             notes.append(f"{s.name}: {finding.message} (no single node is out of bound on its own operands)")

@@ -16,6 +16,7 @@ import numpy as np
 from . import limits
 from .dtypes import check_dtype, is_float
 from .ops import OPS, ChainBreak, IRError, Typed, ValueInfo, tensor
+from .tvm_passes import PassSequenceError, check_sequence
 from .values import ValueSpecError, check_spec, make_values
 
 FORMAT = "precfuzz-graph/1"
@@ -82,6 +83,7 @@ class Case:
     graph: Graph
     input_sets: tuple[dict[str, dict[str, Any]], ...] = ({},)
     meta: dict[str, Any] = field(default_factory=dict)
+    tvm_passes: tuple[str, ...] | None = None  # the Relax pass sequence tvm/passes runs (None: derived, see options)
 
     @property
     def id(self) -> str:
@@ -123,7 +125,14 @@ def case_to_json(case: Case) -> dict[str, Any]:
     body = graph_to_json(case.graph)
     body["input_sets"] = [dict(s) for s in case.input_sets]
     body["meta"] = dict(case.meta)
+    if case.tvm_passes is not None:
+        body["tvm_passes"] = list(case.tvm_passes)
     return body
+
+
+def case_options(case: Case) -> dict[str, Any]:
+    """The per-case settings executors read (Executor.bind): the pass sequence where the case has one."""
+    return {} if case.tvm_passes is None else {"tvm_passes": list(case.tvm_passes)}
 
 
 def _field(obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...]) -> Any:
@@ -253,6 +262,14 @@ def case_from_json(obj: Any) -> Case:
     meta = obj.get("meta") or {}
     if not isinstance(meta, dict):
         raise IRError(f"graph: meta must be an object, got {type(meta).__name__}")
+    passes = obj.get("tvm_passes")
+    if passes is not None:
+        if not isinstance(passes, list):
+            raise IRError(f"graph: tvm_passes must be a list of pass names, got {type(passes).__name__}")
+        try:
+            passes = check_sequence(passes)
+        except PassSequenceError as exc:
+            raise IRError(str(exc)) from None
     graph = graph_from_json(obj, len(sets))
     shapes = {i.name: i.shape for i in graph.inputs}
     for k, s in enumerate(sets):
@@ -263,7 +280,7 @@ def case_from_json(obj: Any) -> Case:
                 check_spec(spec, shapes[name])
             except (ValueSpecError, ValueError) as exc:
                 raise IRError(f"input set {k}, input {name!r}: {exc}") from None
-    return Case(graph, tuple(sets), dict(meta))
+    return Case(graph, tuple(sets), dict(meta), passes)
 
 
 def parse_case(text: str, where: str = "case") -> Case:

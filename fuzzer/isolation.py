@@ -251,14 +251,21 @@ class ExecutorPool:
             self._key[name] = key
         return ex
 
-    def run(self, name: str, graph: Graph, input_sets: list[dict[str, Any]]) -> list[oc.Outcome]:
-        """Outcomes of executor `name` on every input set (never raises for backend failures)."""
+    def run(self, name: str, graph: Graph, input_sets: list[dict[str, Any]],
+            options: dict[str, Any] | None = None) -> list[oc.Outcome]:
+        """Outcomes of executor `name` on every input set (never raises for backend failures).
+
+        `options`: the case's per-case settings (fuzzer.ir.case_options); only those the executor reads are sent.
+        """
         ex = self.executors[name]
+        mine = {k: v for k, v in (options or {}).items() if k in ex.case_options}
         if not ex.isolated:
-            return ex.run_case(graph, input_sets)
+            return ex.bind(mine).run_case(graph, input_sets)
         t0 = time.monotonic()
-        reply = self.workers[self._key[name]].call(
-            {"op": "run", "executor": name, "graph": graph_to_json(graph), "inputs": input_sets}, self.timeout)
+        request = {"op": "run", "executor": name, "graph": graph_to_json(graph), "inputs": input_sets}
+        if ex.case_options:
+            request["options"] = mine
+        reply = self.workers[self._key[name]].call(request, self.timeout)
         if isinstance(reply, oc.Outcome):
             reply.seconds = reply.seconds if reply.seconds is not None else time.monotonic() - t0
             reply.info.setdefault("executor", name)

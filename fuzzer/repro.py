@@ -138,6 +138,8 @@ def _head(title: str, finding: Finding, executor: Executor, case: Case, set_inde
 def render(case: Case, finding: Finding, executor: Executor, title: str, set_index: int = 0,
            ev: Evidence | None = None) -> str:
     """The short script for a finding on its (minimized) case."""
+    if executor.name == "tvm/frontend":
+        raise NotImplementedError("tvm/frontend has no short script yet (its repro_full.py runs the export path)")
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)
     if isinstance(executor, TVMExecutor):
         return _tvm_script(case, finding, executor, title, set_index, ev)
@@ -264,6 +266,7 @@ def _hazard_tail(finding: Finding, prog: str) -> list[str]:
 
 def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_index: int, ev: Evidence) -> str:
     graph = ex.policy_graph(case.graph)  # the semantics the pipeline's passes promise (training batch_norm, ...)
+    program = ex.program_graph(case.graph)  # what is lowered to Relax (the float32 version for ToMixedPrecision)
     case = case.with_graph(graph)
     typed = infer(graph)
     lines = _head(title, finding, ex, case, set_index)
@@ -284,7 +287,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
         lines += ([] if exact else ['AS_FLOAT64 = {**AS_DECLARED, "float16": "float64", "bfloat16": "float64", '
                                     '"float32": "float64"}'])
         lines.append('AS_FLOAT32 = {**AS_DECLARED, "float16": "float32", "bfloat16": "float32"}')
-    lines += [""] + render_module(graph, "T").rstrip().splitlines() + [""]
+    lines += [""] + render_module(program, "T").rstrip().splitlines() + [""]
     if exact:
         lines += ["# the exact answer: the same graph in float64 numpy (casts do not round)"]
         lines += exact.rstrip().splitlines() + [""]

@@ -12,7 +12,7 @@ from typing import Any
 
 from . import outcome as oc
 from .executors import create
-from .ir import IRError, graph_from_json
+from .ir import graph_from_json
 from .isolation import PARENT_ENV, read_frame, write_frame
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -63,8 +63,10 @@ def main() -> None:
             continue
         try:
             graph = graph_from_json(request["graph"], trusted=True)
-        except IRError as exc:  # a value, like every other failure: the worker stays up
-            write_frame(channel_out, [oc.error("compile", "IRError", str(exc))] * len(request["inputs"]))
+            if "options" in request:
+                ex.bind(request["options"])
+        except ValueError as exc:  # IRError, PassSequenceError: a value, like every other failure; the worker stays up
+            write_frame(channel_out, [oc.error("compile", type(exc).__name__, str(exc))] * len(request["inputs"]))
             continue
         write_frame(channel_out, ex.run_case(graph, request["inputs"]))
 

@@ -20,12 +20,13 @@ from .elementwise import (
 )
 from .linalg import linalg_family, linear_stage
 from .norms import norm_family, norm_stage
+from .passes import tvm_pass_family
 from .reductions import reduce_stage, reduction_family, softmax_family, softmax_stage
 from .schedule import schedule_family, schedule_source
 from .shapes import seq_shape
 from .sources import activation_dtype, activation_input
 
-GENERATOR = "precfuzz-gen/2"  # bump when the same (seed, index) starts giving other cases
+GENERATOR = "precfuzz-gen/3"  # bump when the same (seed, index) starts giving other cases
 INPUT_SETS = [(1, 5), (2, 3), (3, 2)]
 MAX_NODES = 12
 ATTEMPTS = 4  # redraws (from the same source) when a graph's intervals are not finite
@@ -106,6 +107,7 @@ FAMILIES: dict[str, tuple[int, Callable[[GraphBuilder], list[Val]]]] = {
     "linalg": (10, linalg_family),
     "schedule": (20, schedule_family),
     "chain": (23, chain_family),
+    "tvm-passes": (6, tvm_pass_family),  # shapes TVM's rewrite passes target (generators/passes.py)
 }
 
 

@@ -14,8 +14,9 @@ cause and drops what does not:
 - dtype class: the narrowest floating-point dtype the op computes in (`float32`; float16 and bfloat16
   are one class for accuracy, where one accumulation cause shows in both), or the pair that met at a
   mixed-dtype op (`float16+bfloat16`);
-- variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), `*` when the
-  default pipeline shows it too; `*` elsewhere.
+- variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), or `pass:<Name>` for
+  a pass sequence's finding that names the pass whose removal makes it disappear; `*` when the default
+  pipeline shows it too; `*` elsewhere.
 """
 
 from __future__ import annotations
@@ -55,10 +56,17 @@ def dtype_class(finding: Finding) -> str:
 
 
 def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
-    """The variant part: a TVM pipeline when only its passes show the bug, else '*' (always for model hazards)."""
+    """The variant part: a TVM pipeline when only its passes show the bug, else '*' (always for model hazards).
+
+    A finding of a pass sequence (tvm/passes) that names its culprit pass (the one whose removal makes it
+    disappear) has that pass as its variant, unless the default pipeline shows the same cause.
+    """
     head = finding.executor.split("/", 1)[0]
     if finding.kind == "model-hazard":
         return "*"
+    culprit = finding.details.get("culprit_pass")
+    if culprit and pipeline_specific is not False:
+        return f"pass:{culprit}"
     if head in BASE_VARIANT and pipeline_specific and finding.variant != BASE_VARIANT[head]:
         return finding.variant
     return "*"
@@ -126,8 +134,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     dc = dtype_label(finding)
     names = sorted(set(executors)) or [finding.executor]
     where = f" ({', '.join(names)})"
-    passes = _pass_names(describe or {})
-    scope = f" after {passes}" if variant != "*" and passes else ""
+    culprit = finding.details.get("culprit_pass")
+    passes = culprit or _pass_names(describe or {})
+    scope = f" after {passes}" if (variant != "*" or culprit) and passes else ""
     fam = error_family(finding)
     if finding.kind == "model-hazard":
         d = finding.details

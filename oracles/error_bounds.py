@@ -16,7 +16,9 @@ import numpy as np
 from fuzzer.ir import Graph, TypedGraph
 from fuzzer.outcome import Outcome
 
-from .bounds import ErrorStats, error_stats
+from .bounds import SLACK_ULPS, ErrorStats, error_stats
+
+MANTISSA = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}  # explicit fraction bits
 from .findings import Finding
 
 MARGIN = 2.0  # a bound finding needs ratio >= MARGIN (or non-finite values, or a second violating input set)
@@ -33,15 +35,22 @@ class OutputJudgement:
 
 
 def judge_outputs(graph: Graph, numeric: TypedGraph, outcomes: list[Outcome],
-                  expected: list[dict[str, np.ndarray]], ideal: list[dict[str, list[np.ndarray]]]) -> list[OutputJudgement]:
-    """Error stats of every output of every ok outcome (expected/ideal: values per input set)."""
+                  expected: list[dict[str, np.ndarray]], ideal: list[dict[str, list[np.ndarray]]],
+                  budget: float = 0.0) -> list[OutputJudgement]:
+    """Error stats of every output of every ok outcome (expected/ideal: values per input set).
+
+    `budget`: a relative error the executor may add (documented approximate math), as extra slack on every output;
+    localization then holds each node to the budget of its own op only.
+    """
     out = []
     for k, oc in enumerate(outcomes):
         if not oc.ok or oc.outputs is None:
             continue
         for name, actual in zip(graph.outputs, oc.outputs):
             dtype = numeric.values[name].dtype
-            out.append(OutputJudgement(k, name, dtype, error_stats(actual, expected[k][name], ideal[k][name], dtype)))
+            slack = SLACK_ULPS + (budget * 2.0 ** (MANTISSA[dtype] + 1) if budget and dtype in MANTISSA else 0.0)
+            out.append(OutputJudgement(k, name, dtype, error_stats(actual, expected[k][name], ideal[k][name], dtype,
+                                                                   slack_ulps=slack)))
     return out
 
 

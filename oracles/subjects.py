@@ -29,6 +29,7 @@ class Subject:
     bridged: frozenset[str] = frozenset()  # chain breaks our own lowering bridges (Relax has no promotion)
     dtype_contract: bool = True  # False: the reported dtypes are not judged (a documented mode relabels them)
     judge_numbers: bool = True  # False: the numbers are not judged (a documented mode's own arithmetic)
+    approximate: dict[str, float] = field(default_factory=dict)  # op -> relative error budget (approximate math)
     _typed: dict[str, TypedGraph] = field(default_factory=dict, repr=False)
 
     def typed(self, which: str = "policy") -> TypedGraph:

@@ -81,9 +81,12 @@ def input_names(case: Case) -> list[str]:
 
 @pytest.mark.parametrize("shrink", PASSES, ids=lambda p: p.__name__)
 def test_pass_is_deterministic_and_offers_only_valid_strictly_smaller_cases(shrink) -> None:
-    start = start_case()
+    from dataclasses import replace
+
+    passes = ("CanonicalizeBindings", "ExpandMatmulOfSum")  # a Relax pass sequence for fewer_tvm_passes to shrink
+    start = replace(start_case(), tvm_passes=passes)
     first = [(c.label, c.case.id) for c in shrink(start)]
-    again = [(c.label, c.case.id) for c in shrink(start_case())]
+    again = [(c.label, c.case.id) for c in shrink(replace(start_case(), tvm_passes=passes))]
     assert first and first == again
     assert len({cid for _, cid in first}) == len(first)  # never the same case twice
     for cand in shrink(start):

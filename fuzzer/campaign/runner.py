@@ -389,7 +389,8 @@ class Campaign:
             "case": rel(art.case), "case_id": case.id, "nodes": len(case.graph.nodes), "repro": rel(art.repro_full),
             "report": rel(art.report), "original": rel(folder / "original.json"), "count": 1,
             "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "input_set": finding.input_set,
-            "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix")},
+            "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix", "culprit_pass",
+                                                                                "passes")},
         }
         desc = self.described.get(finding.executor, {})
         rec.update(settings=desc.get("settings", {}), versions=desc.get("versions", {}))

@@ -18,6 +18,7 @@ from ..artifacts import REPORT, REPRO, REPRO_FULL, write_finding
 from ..check import Checker
 from ..executors import create
 from ..export import render_script
+from ..ir import case_options
 from ..isolation import ExecutorPool
 from .common import (
     EXIT_OK,
@@ -59,13 +60,15 @@ def run(args: argparse.Namespace) -> int:
         f"precfuzz export {shlex.quote(args.case)} --executor {name} --out {shlex.quote(args.out)}"
     with ExecutorPool([name]) as pool:
         result = Checker(pool).check(case, [name])
+        case = result.case  # with its Relax pass sequence written out, where the executor reads one
         describe = pool.describe(name)
     mine = [f for f in result.findings if f.executor == name]
     try:
         if not mine:
             print(f"{name} shows no finding on this case: writing the full-oracle script", file=sys.stderr)
             try:
-                parts = replace(create(name).repro_parts(case.graph), describe=describe)
+                parts = replace(create(name).bind(case_options(result.case)).repro_parts(case.graph),
+                                describe=describe)
             except NotImplementedError as exc:
                 return fail(str(exc))
             _place(out, render_script(case, parts, command, args.set or 0))

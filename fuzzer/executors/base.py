@@ -27,6 +27,21 @@ class Executor(ABC):
     group: str = ""  # executors of one group share a worker process (same environment)
     isolated: bool = True  # False only for the in-process numpy executors (reference, emulated)
     requires: tuple[str, ...] = ()  # importable modules this executor needs
+    description: str = ""  # one line for `precfuzz executors` (default: the first line of the class docstring)
+    case_options: tuple[str, ...] = ()  # per-case settings this executor reads (fuzzer.ir.case_options keys)
+
+    def summary(self) -> str:
+        """One line saying what this configuration runs."""
+        own = self.__dict__.get("description") or type(self).__dict__.get("description")  # not a base class's
+        return own or (type(self).__doc__ or "").strip().splitlines()[0]
+
+    def bind(self, options: dict[str, Any]) -> "Executor":
+        """Take a case's per-case settings (see case_options) before prepare/run/repro; most executors read none."""
+        return self
+
+    def approximations(self) -> dict[str, float]:
+        """IR op -> relative error this configuration may add beyond the exact bound (documented approximate math)."""
+        return {}
 
     def env(self) -> dict[str, str]:
         """Environment variables of this executor's worker process (on top of the parent's)."""

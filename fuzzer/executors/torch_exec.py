@@ -93,6 +93,7 @@ class TorchExecutor(Executor):
     """Runs the rendered PyTorch function; subclasses change device, parameter dtypes and context."""
 
     name = "torch/eager"
+    description = "PyTorch eager on the CPU in the declared dtypes (the semantic oracle for status and dtypes)"
     group = "torch"
     requires = ("torch",)
 

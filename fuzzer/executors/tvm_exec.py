@@ -28,6 +28,13 @@ PIPELINES: dict[str, tuple[PassEntry, ...]] = {
     "decompose-inference": ("DecomposeOpsForInference",),
 }
 
+# One line per pipeline for `precfuzz executors`.
+DESCRIPTIONS: dict[str, str] = {
+    "default": "hand-lowered Relax (R.BlockBuilder, explicit casts, float32 accumulators) through TVM's default pipeline",
+    "decompose": "hand-lowered Relax after DecomposeOpsForTraining (batch_norm from batch statistics)",
+    "decompose-inference": "hand-lowered Relax after DecomposeOpsForInference (batch_norm from running statistics)",
+}
+
 # The semantics a pipeline's passes promise, where they differ from the graph as given: DecomposeOpsForTraining
 # computes batch_norm from the batch's statistics (training mode), DecomposeOpsForInference from the running ones.
 BATCH_NORM_TRAINING: dict[str, bool] = {"decompose": True, "decompose-inference": False}
@@ -62,6 +69,7 @@ class TVMExecutor(Executor):
         self.pipeline = pipeline
         self.passes = PIPELINES[pipeline]
         self.name = f"tvm/{pipeline}"
+        self.description = DESCRIPTIONS[pipeline]
         self.cache_size = cache_size
         self._cache: OrderedDict[str, tuple[dict[str, Any], Any]] = OrderedDict()
 
@@ -77,7 +85,11 @@ class TVMExecutor(Executor):
 
     def policy_graph(self, graph: Graph) -> Graph:
         """The graph with the semantics this pipeline's passes promise (batch_norm mode, see BATCH_NORM_TRAINING)."""
-        mode = BATCH_NORM_TRAINING.get(self.pipeline)
+        return self.with_batch_norm_mode(graph, BATCH_NORM_TRAINING.get(self.pipeline))
+
+    @staticmethod
+    def with_batch_norm_mode(graph: Graph, mode: bool | None) -> Graph:
+        """The graph with every batch_norm in training (True) or inference (False) mode; None leaves it alone."""
         if mode is None or not any(has_training_mode(n.op) for n in graph.nodes):
             return graph
         nodes = tuple(replace(n, attrs={**n.attrs, "training": mode}) if has_training_mode(n.op) else n for n in graph.nodes)
@@ -85,6 +97,10 @@ class TVMExecutor(Executor):
 
     def bridged(self, graph: Graph) -> frozenset[str]:
         return frozenset(bridged(self.policy_graph(graph)))
+
+    def program_graph(self, graph: Graph) -> Graph:
+        """The graph this executor lowers to Relax before its passes (the policy graph by default)."""
+        return self.policy_graph(graph)
 
     def namespace(self) -> dict[str, Any]:
         """Globals the rendered source runs in (the imports of the repro script)."""
@@ -95,7 +111,7 @@ class TVMExecutor(Executor):
         return {"tvm": tvm, "R": relax, "np": np, "ml_dtypes": ml_dtypes}
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
-        key = canonical(graph_to_json(graph))
+        key = canonical(graph_to_json(graph)) + render_passes(self.passes)
         if key in self._cache:
             self._cache.move_to_end(key)
             namespace, vm, info = self._cache[key]

@@ -44,7 +44,7 @@ from typing import Any, Callable, Sequence
 
 from oracles.findings import Finding
 
-from ..check import Checker
+from ..check import Checker, pin_passes
 from ..ir import Case, infer
 from ..isolation import ExecutorPool
 from .candidates import Pass
@@ -220,6 +220,8 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
     missing = [n for n in target.executors if n not in pool.names]
     if missing:
         raise MinimizeError(f"the pool lacks executor(s) {', '.join(missing)} needed by {target.signature}")
+    # a sequence derived from the graph would change with every edit: write it out once, before the first edit
+    case = pin_passes(case, any("tvm_passes" in pool.ensure(n).case_options for n in target.executors))
     predicate = Predicate(checker, target)
     result = MinimizeResult(case, None, case, target, False)
     first = predicate(case)

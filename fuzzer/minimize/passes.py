@@ -1,4 +1,4 @@
-"""The shrink passes in the order the minimizer runs them: structure first, then shapes, dtypes, values, attributes."""
+"""The shrink passes in the order the minimizer runs them: Relax passes, structure, shapes, dtypes, values, attributes."""
 
 from __future__ import annotations
 
@@ -12,10 +12,12 @@ from .graph_passes import (
                            replace_by_values,
                            truncate,
 )
+from .pass_sequence import fewer_tvm_passes
 from .shape_passes import fewer_dims, smaller_dims
 from .value_passes import fewer_input_sets, simpler_dtypes, simpler_values
 
 PASSES: tuple[Pass, ...] = (
+    fewer_tvm_passes,  # first: every later check compiles fewer passes
     fewer_outputs,
     truncate,
     bypass_nodes,

@@ -37,6 +37,7 @@ class Size:
     overrides: int
     values: int
     attrs: int
+    tvm_passes: int  # length of the case's Relax pass sequence (fuzzer.minimize.pass_sequence)
 
     def describe(self) -> str:
         """One line naming every component."""
@@ -89,4 +90,5 @@ def size(case: Case) -> Size:
         overrides=sum(len(s) for s in case.input_sets),
         values=values,
         attrs=sum(len(n.attrs) for n in graph.nodes),
+        tvm_passes=len(case.tvm_passes or ()),
     )

@@ -169,7 +169,9 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #   autocast-lower     torch.autocast casts its float operands to the low-precision dtype (CPU and XLA)
 #   autocast-fp32-xla  torch.autocast("xla") casts its float operands to float32
 #   autocast-fp32-cpu  torch.autocast("cpu") casts its float operands to float32 (none of the IR's ops today)
-TAGS = ("contraction", "autocast-lower", "autocast-fp32-xla", "autocast-fp32-cpu")
+#   amp-always         TVM ToMixedPrecision runs it in float16, accumulating in out_dtype (kAlways)
+#   amp-follow         TVM ToMixedPrecision runs it in float16 when every tensor operand is float16 (kFollow)
+TAGS = ("contraction", "autocast-lower", "autocast-fp32-xla", "autocast-fp32-cpu", "amp-always", "amp-follow")
 
 
 @dataclass(frozen=True)

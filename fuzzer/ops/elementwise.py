@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
@@ -286,3 +287,8 @@ OPS: list[OpSpec] = [
            Example(_X.inputs, ("x",), {"dtype": OTHER_FLOAT}), attr_types={"dtype": DTYPE},
            numpy=_np_astype),
 ]
+
+# TVM ToMixedPrecision runs the Relax op these lower to in float16 when all its tensor operands are float16
+# (TMixedPrecisionPolicy kFollow; tests/test_tvm_depth.py checks it against TVM's registry).
+_AMP_FOLLOW = ('add', 'sub', 'mul', 'div', 'neg', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'gelu', 'silu')
+OPS = [replace(s, tags=s.tags | {"amp-follow"}) if s.name in _AMP_FOLLOW else s for s in OPS]

@@ -218,7 +218,7 @@ def _np_linear(c: NumpyCall) -> str:
 
 _CONV_ATTRS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1}
 _CONV_TYPES = {"stride": int_or_ints(1), "padding": int_or_ints(0), "dilation": int_or_ints(1), "groups": POSITIVE_INT}
-_CONTRACTION = frozenset({"contraction", "autocast-lower"})
+_CONTRACTION = frozenset({"contraction", "autocast-lower", "amp-always"})
 _INNER = iv.dot_rule(lambda infos, a: infos[0].shape[-1])  # type: ignore[union-attr]
 _MATMUL_EXAMPLE = Example((example_input("x", [2, 3, 8]), example_input("y", [2, 8, 4])), ("x", "y"))
 

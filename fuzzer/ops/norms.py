@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -358,3 +359,8 @@ OPS: list[OpSpec] = [
            params=(1, 2), attr_types={"eps": EPS}, tags=frozenset({"autocast-fp32-xla"}),
            numpy=_np_instance_norm),
 ]
+
+# TVM ToMixedPrecision runs the Relax op these lower to in float16 when all its tensor operands are float16
+# (TMixedPrecisionPolicy kFollow; tests/test_tvm_depth.py checks it against TVM's registry).
+_AMP_FOLLOW = ('layer_norm', 'rms_norm', 'group_norm', 'instance_norm')
+OPS = [replace(s, tags=s.tags | {"amp-follow"}) if s.name in _AMP_FOLLOW else s for s in OPS]

@@ -1,0 +1,224 @@
+"""TVM in depth (issue 14): tvm/passes (pass sequences in the case), tvm/mixed-precision, tvm/frontend."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fuzzer.artifacts import write_finding
+from fuzzer.check import Checker, pin_passes
+from fuzzer.cli import main as cli_main
+from fuzzer.executors import create
+from fuzzer.executors.tvm_mixed import (
+    MIXED_PRECISION,
+    mixed_precision_graph,
+    runs_in_float16,
+)
+from fuzzer.ir import (
+    Case,
+    Graph,
+    Input,
+    IRError,
+    Node,
+    case_to_json,
+    input_values,
+    parse_case,
+)
+from fuzzer.isolation import ExecutorPool
+from fuzzer.minimize import minimize
+from fuzzer.minimize.pass_sequence import fewer_tvm_passes
+from fuzzer.tvm_passes import (
+    PASS_TABLE,
+    PassSequenceError,
+    check_sequence,
+    derive_sequence,
+    draw_sequence,
+)
+from generators import generate_case
+from oracles.bugs import bug_key, title
+
+pytest.importorskip("tvm")
+
+EMOS = "ExpandMatmulOfSum"
+
+
+def matmul_of_sum(passes: tuple[str, ...] | None, k: int = 4096) -> Case:
+    """matmul(x, add(w1, w2)) in float16: x [4, k], w1 and w2 [k, 8] (the done-when case of issue 14)."""
+    inputs = (Input("x", (4, k), "float16", init={"dist": "normal", "seed": 1}),
+              Input("w1", (k, 8), "float16", "param", init={"dist": "normal", "seed": 2}),
+              Input("w2", (k, 8), "float16", "param", init={"dist": "normal", "seed": 3}))
+    nodes = (Node("w", "add", ("w1", "w2")), Node("y", "matmul", ("x", "w")))
+    return Case(Graph(inputs, nodes, ("y",)), tvm_passes=passes)
+
+
+@pytest.fixture(scope="module")
+def pool() -> ExecutorPool:
+    with ExecutorPool(["tvm/passes"], timeout=600.0) as p:
+        yield p
+
+
+# ---------------------------------------------------------------- the pass table and the case field
+
+
+def test_tvm_pass_table_names_real_relax_passes() -> None:
+    from tvm import relax
+
+    for name in PASS_TABLE:
+        assert callable(getattr(relax.transform, name)), name
+
+
+def test_tvm_sequence_validation_names_the_problem() -> None:
+    assert check_sequence([EMOS, "LegalizeOps", "FuseOps"]) == (EMOS, "LegalizeOps", "FuseOps")
+    for bad, words in ((["Nope"], "unknown pass Nope"), (["FuseOps"], "needs LegalizeOps"),
+                       (["LegalizeOps", EMOS], "cannot follow LegalizeOps"), ([3], "not a pass name"),
+                       (["DecomposeOpsForTraining", "DecomposeOpsForInference"], "different batch_norm")):
+        with pytest.raises(PassSequenceError, match=words):
+            check_sequence(bad)
+
+
+def test_tvm_bad_pass_name_in_case_json_is_a_one_line_exit_2(tmp_path: Path) -> None:
+    body = case_to_json(matmul_of_sum((EMOS,), k=8))
+    body["tvm_passes"] = [EMOS, "import os; os.system('x')"]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(body))
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        status = cli_main(["check", str(path), "--executors", "tvm/passes"])
+    assert status == 2
+    lines = err.getvalue().strip().splitlines()
+    assert len(lines) == 1 and "unknown pass" in lines[0]
+    with pytest.raises(IRError, match="must be a list"):
+        parse_case(json.dumps({**body, "tvm_passes": EMOS}))
+
+
+def test_tvm_sequence_is_saved_replayed_and_derived_deterministically() -> None:
+    case = matmul_of_sum((EMOS, "CanonicalizeBindings"), k=8)
+    again = parse_case(json.dumps(case_to_json(case)))
+    assert again.tvm_passes == case.tvm_passes and again.id == case.id
+    assert replace(case, tvm_passes=None).id != case.id  # the sequence is part of the case
+    ops = ["matmul", "add"]
+    assert derive_sequence("7:3", ops) == derive_sequence("7:3", ops)
+    draws = {draw_sequence(random.Random(s), ops) for s in range(40)}
+    assert len(draws) > 10 and all(check_sequence(d) == d for d in draws)
+    generated = generate_case(7, 3)
+    pinned = pin_passes(generated, True)
+    assert pinned.tvm_passes == pin_passes(generate_case(7, 3), True).tvm_passes  # from the campaign seed
+    assert pin_passes(pinned.with_graph(pinned.graph), True).tvm_passes == pinned.tvm_passes  # kept once written
+    assert pin_passes(generated, False).tvm_passes is None
+
+
+def test_tvm_minimizer_drops_passes_keeping_a_valid_order() -> None:
+    case = matmul_of_sum(("CanonicalizeBindings", EMOS, "LegalizeOps", "FuseOps"), k=8)
+    labels = [c.label for c in fewer_tvm_passes(case)]
+    assert labels == ["drop Relax pass CanonicalizeBindings", f"drop Relax pass {EMOS}", "drop Relax pass FuseOps"]
+
+
+# ---------------------------------------------------------------- the done-when case
+
+
+@pytest.mark.slow
+def test_tvm_expand_matmul_of_sum_is_flagged_named_and_minimized(pool: ExecutorPool, tmp_path: Path) -> None:
+    """Flagged with ExpandMatmulOfSum in the sequence, not without; the culprit and the minimized title name it."""
+    checker = Checker(pool)
+    sequence = ("CanonicalizeBindings", EMOS, "EliminateCommonSubexpr")
+    flagged = checker.check(matmul_of_sum(sequence))
+    (finding,) = [f for f in flagged.findings if f.executor == "tvm/passes"]
+    assert finding.ops == ["matmul"] and finding.error_class == "bound" and finding.ratio > 2
+    assert finding.details["culprit_pass"] == EMOS
+    assert bug_key(finding).endswith(f"|pass:{EMOS}")
+    clean = checker.check(matmul_of_sum(("CanonicalizeBindings", "EliminateCommonSubexpr")))
+    assert not clean.findings
+    result = minimize(flagged.case, finding, checker, budget_s=240, max_checks=6, fresh_recheck=False)
+    assert result.finding is not None and result.case.tvm_passes == (EMOS,)
+    assert EMOS in title(result.finding, ["tvm/passes"], variant=f"pass:{EMOS}")
+    art = write_finding(tmp_path, result.case, result.finding, {"name": "tvm/passes"}, "test", full=False)
+    script = art.repro.read_text()  # regression: the script once ran a sequence derived from the graph instead
+    assert f'PASSES = ["{EMOS}"]' in script and EMOS in art.title
+
+
+def test_tvm_one_graph_with_two_sequences_compiles_twice() -> None:
+    """Regression: the prepared-module cache was keyed by the graph alone, so a second sequence reused the first."""
+    case = matmul_of_sum(None, k=16)
+    ex = create("tvm/passes")
+    sets = [input_values(case, 0)]
+    with_pass = ex.bind({"tvm_passes": [EMOS]}).run_case(case.graph, sets)[0]
+    without = ex.bind({"tvm_passes": []}).run_case(case.graph, sets)[0]
+    assert with_pass.ok and without.ok
+    assert with_pass.info["program"] != without.info["program"]
+
+
+# ---------------------------------------------------------------- mixed precision
+
+
+def test_tvm_mixed_precision_table_matches_tvm_registry() -> None:
+    """MIXED_PRECISION agrees with TMixedPrecisionPolicy of the Relax op each IR op lowers to."""
+    import tvm
+
+    relax_op = {"matmul": "matmul", "bmm": "matmul", "conv1d": "nn.conv1d", "conv2d": "nn.conv2d",
+                "conv3d": "nn.conv3d", "linear": "matmul", "add": "add", "sub": "subtract", "mul": "multiply",
+                "div": "divide", "neg": "negative", "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt",
+                "sin": "sin", "cos": "cos", "tanh": "tanh", "silu": "nn.silu", "gelu": "nn.gelu",
+                "layer_norm": "nn.layer_norm", "group_norm": "nn.group_norm", "instance_norm": "nn.instance_norm",
+                "rms_norm": "nn.rms_norm", "softmax": "nn.softmax", "log_softmax": "nn.log_softmax", "sum": "sum",
+                "mean": "mean", "var": "mean", "cumsum": "cumsum", "batch_norm": "nn.batch_norm"}
+    names = {0: "always", 1: "follow"}
+    for op, rop in relax_op.items():
+        policy = tvm.ir.Op.get(f"relax.{rop}").get_attr("TMixedPrecisionPolicy")
+        assert MIXED_PRECISION[op] == names.get(None if policy is None else int(policy), "never"), op
+
+
+def test_tvm_mixed_precision_policy_graph_states_the_float16_ops() -> None:
+    inputs = (Input("x", (2, 8), "float16"), Input("w", (8, 4), "float32", "param"))
+    nodes = (Node("h", "matmul", ("x", "w")), Node("e", "exp", ("h",)), Node("s", "softmax", ("e",), {"dim": -1}))
+    graph = Graph(inputs, nodes, ("s", "h"))
+    assert runs_in_float16(mixed_precision_graph(graph)) >= {"h", "e"}
+    policy = mixed_precision_graph(graph)
+    assert [i.dtype for i in policy.inputs] == ["float32", "float32"]
+    assert [n.op for n in policy.nodes] == ["astype", "astype", "matmul", "exp", "astype", "softmax"]
+
+
+@pytest.mark.slow
+def test_tvm_mixed_precision_judges_a_clean_case_clean() -> None:
+    inputs = (Input("x", (4, 64), "float32"), Input("w", (64, 8), "float32", "param"))
+    nodes = (Node("h", "matmul", ("x", "w")), Node("t", "tanh", ("h",)), Node("s", "softmax", ("t",), {"dim": -1}))
+    case = Case(Graph(inputs, nodes, ("s", "h")), ({}, {"x": {"dist": "uniform", "low": -4, "high": 4, "seed": 5}}))
+    with ExecutorPool(["tvm/mixed-precision"], timeout=600.0) as p:
+        result = Checker(p).check(case)
+    assert [o.status for o in result.outcomes["tvm/mixed-precision"]] == ["ok", "ok"]
+    assert result.outcomes["tvm/mixed-precision"][0].dtypes == ["float32", "float32"]
+    assert not result.findings, [f.message for f in result.findings]
+
+
+# ---------------------------------------------------------------- the torch.export frontend
+
+
+@pytest.mark.slow
+def test_tvm_frontend_agrees_with_the_hand_lowering() -> None:
+    inputs = (Input("x", (2, 3, 16), "float32"), Input("w", (8, 16), "float32", "param"),
+              Input("g", (8,), "float32", "param", init={"dist": "uniform", "low": 0.5, "high": 2, "seed": 1}))
+    nodes = (Node("h", "linear", ("x", "w", None)), Node("n", "layer_norm", ("h", "g", None), {"normalized_shape": [8]}),
+             Node("y", "gelu", ("n",)))
+    case = Case(Graph(inputs, nodes, ("y",)))
+    with ExecutorPool(["tvm/frontend", "tvm/default"], timeout=600.0) as p:
+        result = Checker(p).check(case)
+    front, hand = result.outcomes["tvm/frontend"][0], result.outcomes["tvm/default"][0]
+    assert front.ok and hand.ok, front.summary()
+    assert front.dtypes == hand.dtypes == ["float32"]
+    assert abs(front.outputs[0] - hand.outputs[0]).max() < 1e-4
+    assert not result.findings, [f.message for f in result.findings]
+
+
+def test_tvm_executors_are_listed_with_descriptions() -> None:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli_main(["executors"]) == 0
+    lines = {line.split()[0]: line for line in out.getvalue().splitlines()}
+    for name, words in (("tvm/passes", "pass sequence"), ("tvm/mixed-precision", "ToMixedPrecision"),
+                        ("tvm/frontend", "torch.export")):
+        assert words in lines[name], lines[name]
