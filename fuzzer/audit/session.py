@@ -13,9 +13,16 @@ from ..artifacts import write_finding
 from ..check import Checker, CheckResult
 from ..dtypes import LOW_PRECISION, is_float
 from ..executors.torch_exec import narrow
-from ..ir import Case, Graph
+from ..ir import Case, Graph, infer
 from ..minimize.engine import MinimizeError, minimize
-from .verdict import Bug, Scenario, Verdict, build, hazard_of, module_is_bf16
+from .verdict import (
+    Bug,
+    Scenario,
+    Verdict,
+    hazard_of,
+    input_culprits,
+    module_is_bf16,
+)
 
 LEGACY = "legacy-xla-use-bf16"
 
@@ -49,22 +56,25 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
         log("checking the pre-migration graph (float32 inputs and casts) under XLA_USE_BF16=1")
         out.append(scenario("fp32 model before the migration", checker.check(case.with_graph(pre), legacy), checker))
     bf16 = module_is_bf16(case.graph)
+    todo: dict[tuple[tuple[str, ...], tuple[str, ...], str], None] = {}
     for f in main.result.findings:
         if f.kind != "model-hazard":
             continue
         h = hazard_of(f, main, {}, bf16)
         if not h.caller_cast:
             continue
-        raised = [n for n in h.executors if n in f.details.get("reactions", {}).get("raised", []) or n == f.executor]
-        raised = [n for n in raised if n in names and exs[n].policy != "declared"]
-        if not raised:
-            continue
-        culprits = [c.split("`")[1] for c in h.promoted_by if "`" in c]
-        graph = Graph(tuple(replace(i, dtype=h.param_dtype) if i.name in culprits and is_float(i.dtype) else i
+        raised = set(f.details.get("reactions", {}).get("raised", [])) | {f.executor}
+        raised_names = tuple(n for n in names if n in raised and exs[n].policy != "declared")
+        graph = main.policy_graphs[f.executor]
+        culprits = tuple(input_culprits(graph, infer(graph), f.node))
+        if raised_names and culprits:
+            todo[(culprits, raised_names, h.param_dtype)] = None
+    for culprits, raised_names, dtype in todo:
+        graph = Graph(tuple(replace(i, dtype=dtype) if i.name in culprits and is_float(i.dtype) else i
                             for i in case.graph.inputs), case.graph.nodes, case.graph.outputs)
-        label = f"{', '.join(culprits)} as {h.param_dtype}"
-        log(f"checking {', '.join(raised)} with {label} (the cast the caller owes)")
-        out.append(scenario(label, checker.check(case.with_graph(graph), raised), checker))
+        label = f"{', '.join(culprits)} as {dtype}"
+        log(f"checking {', '.join(raised_names)} with {label} (the cast the caller owes)")
+        out.append(scenario(label, checker.check(case.with_graph(graph), list(raised_names)), checker))
     return out
 
 

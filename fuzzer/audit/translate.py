@@ -397,10 +397,14 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
             continue
         fn = ops.get(n.target)
         src = source_of(n, model_file)
+        args_ = [_operand(a, env) for a in n.args]
+        if any(isinstance(a, _Missing) for a in args_):
+            env[n.name] = _Missing()  # a user of an op already listed (sort's getitem): not listed again
+            continue
         if fn is None:
             failures.append(f"{_op_name(n.target)} at {_where(src)}")
+            env[n.name] = _Missing()
             continue
-        args_ = [_operand(a, env) for a in n.args]
 
         def emit(op: str, operands: list[Any], attrs: dict[str, Any], _n: Any = n, _src: Source = src) -> str:
             vid = fresh(_n.name)

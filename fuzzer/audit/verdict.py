@@ -199,8 +199,7 @@ def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module:
     promoted = list(trace.promoted_at) if trace else []
     operand = node.inputs[brk.operand] if brk.operand < len(node.inputs) else None
     src = sources.get(f.node) or Source("", 0, "")
-    caller = (isinstance(operand, str) and not promoted and all(
-        any(i.name == c and i.role == "input" for i in graph.inputs) for c in culprits) and bool(culprits))
+    caller = isinstance(operand, str) and from_inputs(graph, typed, f.node)
     if caller:
         names = ", ".join(f"`{c}`" for c in culprits)
         fix = (f"pass {names} as {brk.param_dtype} under this policy "
@@ -217,6 +216,31 @@ def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module:
                   brk.param_dtype, [_describe_value(graph, typed, sources, c) for c in culprits],
                   [f"{p} ({sources[p].where()})" if p in sources else p for p in promoted], fix,
                   str(f.details.get("error", "")), caller)
+
+
+def from_inputs(graph: Graph, typed: Any, node_id: str, depth: int = 0) -> bool:
+    """True when the odd dtype at chain break `node_id` is a model input's own (no promotion inside the model),
+    directly or through earlier chain breaks of the same kind (a cascade of one missing input cast)."""
+    trace = break_trace(graph, typed, node_id)
+    if trace is None or trace.promoted_at or not trace.culprits or depth > 64:
+        return False
+    inputs = {i.name: i for i in graph.inputs}
+    breaks = typed.chain_breaks()
+    return all((c in inputs and inputs[c].role == "input") or (c in breaks and from_inputs(graph, typed, c, depth + 1))
+               for c in trace.culprits)
+
+
+def input_culprits(graph: Graph, typed: Any, node_id: str, depth: int = 0) -> list[str]:
+    """The model inputs whose dtype reaches chain break `node_id` (through earlier breaks), in graph order."""
+    trace = break_trace(graph, typed, node_id)
+    if trace is None or depth > 64:
+        return []
+    inputs = [i.name for i in graph.inputs]
+    breaks = typed.chain_breaks()
+    found: list[str] = []
+    for c in trace.culprits:
+        found += [c] if c in inputs else (input_culprits(graph, typed, c, depth + 1) if c in breaks else [])
+    return sorted(set(found), key=inputs.index)
 
 
 def _losers(graph: Graph, typed: Any, promoted: list[str], wide: str) -> list[str]:
