@@ -398,8 +398,9 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         fn = ops.get(n.target)
         src = source_of(n, model_file)
         args_ = [_operand(a, env) for a in n.args]
-        if any(isinstance(a, _Missing) for a in args_):
-            env[n.name] = _Missing()  # a user of an op already listed (sort's getitem): not listed again
+        missing = any(isinstance(a, _Missing) for a in args_)
+        if missing and (fn is not None or target_name == "getitem"):
+            env[n.name] = _Missing()  # a translatable user of an op already listed (sort's getitem): not listed again
             continue
         if fn is None:
             failures.append(f"{_op_name(n.target)} at {_where(src)}")
