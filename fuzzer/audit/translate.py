@@ -252,14 +252,14 @@ def _gelu(n: Any, a: list[Any], emit: Emit) -> str:
     return emit("gelu", [a[0]], {"approximate": str(approximate)})
 
 
-def _reduce(op: str) -> Callable:
+def _reduce(op: str, correction: bool = False) -> Callable:
     def tr(n: Any, a: list[Any], emit: Emit) -> str:
         if n.kwargs.get("dtype") is not None:
             raise _Skip("reduction with a dtype")
         dims = a[1] if len(a) > 1 else None
         keep = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
         attrs: dict[str, Any] = {"dims": None if dims is None else _ints(dims), "keepdim": keep}
-        if op == "var":
+        if correction:
             attrs["correction"] = int(n.kwargs.get("correction", 1) if n.kwargs.get("correction") is not None else 1)
         return emit(op, [a[0]], attrs)
     return tr
@@ -293,7 +293,7 @@ def table() -> dict[Any, Callable]:
         aten.neg.default: _unary("neg"), aten.exp.default: _unary("exp"), aten.log.default: _unary("log"),
         aten.sqrt.default: _unary("sqrt"), aten.rsqrt.default: _unary("rsqrt"), aten.sin.default: _unary("sin"),
         aten.cos.default: _unary("cos"), aten.tanh.default: _unary("tanh"),
-        aten.sum.dim_IntList: _reduce("sum"), aten.mean.dim: _reduce("mean"), aten.var.correction: _reduce("var"),
+        aten.sum.dim_IntList: _reduce("sum"), aten.mean.dim: _reduce("mean"), aten.var.correction: _reduce("var", correction=True),
         aten.cumsum.default: lambda n, a, emit: emit("cumsum", [a[0]], {"dim": int(a[1])}),
         aten._to_copy.default: _to, aten.to.dtype: _to, aten.to.dtype_layout: _to, aten.to.device: _to,
         aten.view.default: _reshape, aten.reshape.default: _reshape, aten._unsafe_view.default: _reshape,
