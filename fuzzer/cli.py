@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "smoke": "smoke",
     "report": "report",
     "minimize": "minimize",
+    "audit": "audit",
 }
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from . import elementwise, linalg, norms, reductions
+from . import elementwise, linalg, norms, reductions, shapes
 from .base import TAGS, ChainBreak, IRError, OpSpec, Typed, ValueInfo, tagged, tensor
 
-OPS: dict[str, OpSpec] = {op.name: op for family in (elementwise, reductions, norms, linalg) for op in family.OPS}
+OPS: dict[str, OpSpec] = {op.name: op for family in (elementwise, reductions, norms, linalg, shapes) for op in family.OPS}
 
 
 def is_cast(op: str) -> bool:

@@ -1,0 +1,184 @@
+"""Run an audited model's case on every executor: the captured graph, the pre-migration graph for XLA_USE_BF16,
+and the inputs cast where the caller owes a cast; then minimize backend bugs and explore input values."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from ..artifacts import write_finding
+from ..check import Checker, CheckResult
+from ..dtypes import LOW_PRECISION, is_float
+from ..executors.torch_exec import narrow
+from ..ir import Case, Graph, infer
+from ..minimize.engine import MinimizeError, minimize
+from .verdict import (
+    Bug,
+    Scenario,
+    Verdict,
+    hazard_of,
+    input_culprits,
+    module_is_bf16,
+)
+
+LEGACY = "legacy-xla-use-bf16"
+
+
+def premigration(graph: Graph) -> Graph:
+    """The model before the XLA_USE_BF16 -> model.to(bfloat16) migration: low-precision inputs and casts in float32.
+
+    torch.export bakes `.to(latents.dtype)` in as the dtype the example had; the fp32 model that XLA_USE_BF16
+    ran would have cast to float32 there.
+    """
+    return narrow(graph, LOW_PRECISION, "float32")
+
+
+def scenario(label: str, result: CheckResult, checker: Checker) -> Scenario:
+    """A check result with the policies and policy graphs of its executors."""
+    exs = checker.pool.executors
+    names = list(result.outcomes)
+    return Scenario(label, result, {n: exs[n].policy for n in names},
+                    {n: exs[n].policy_graph(result.case.graph) for n in names})
+
+
+def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[str], None]) -> list[Scenario]:
+    """The audit's checks: the captured graph, the pre-migration graph (legacy), and caller casts applied."""
+    exs = checker.pool.executors
+    pre = premigration(case.graph)
+    legacy = [n for n in names if exs[n].policy == LEGACY and pre != case.graph]
+    log(f"checking {len(case.graph.nodes)} nodes on {', '.join(names)}")
+    main = scenario("", checker.check(case, [n for n in names if n not in legacy]), checker)
+    out = [main]
+    if legacy:
+        log("checking the pre-migration graph (float32 inputs and casts) under XLA_USE_BF16=1")
+        out.append(scenario("fp32 model before the migration", checker.check(case.with_graph(pre), legacy), checker))
+    bf16 = module_is_bf16(case.graph)
+    todo: dict[tuple[tuple[str, ...], tuple[str, ...], str], None] = {}
+    for f in main.result.findings:
+        if f.kind != "model-hazard":
+            continue
+        h = hazard_of(f, main, {}, bf16)
+        if not h.caller_cast:
+            continue
+        raised = set(f.details.get("reactions", {}).get("raised", [])) | {f.executor}
+        raised_names = tuple(n for n in names if n in raised and exs[n].policy != "declared")
+        graph = main.policy_graphs[f.executor]
+        culprits = tuple(input_culprits(graph, infer(graph), f.node))
+        if raised_names and culprits:
+            todo[(culprits, raised_names, h.param_dtype)] = None
+    for culprits, raised_names, dtype in todo:
+        graph = Graph(tuple(replace(i, dtype=dtype) if i.name in culprits and is_float(i.dtype) else i
+                            for i in case.graph.inputs), case.graph.nodes, case.graph.outputs)
+        label = f"{', '.join(culprits)} as {dtype}"
+        log(f"checking {', '.join(raised_names)} with {label} (the cast the caller owes)")
+        out.append(scenario(label, checker.check(case.with_graph(graph), list(raised_names)), checker))
+    return out
+
+
+def minimize_bugs(verdict: Verdict, scenarios: list[Scenario], checker: Checker, out_dir: Path, command: str,
+                  budget_s: float, limit: int, log: Callable[[str], None]) -> None:
+    """Minimize each backend bug (up to `limit`) and write its case and repro under out_dir/bugs/<id>/."""
+    done = 0
+    for bug in verdict.bugs:
+        if done >= limit:
+            break
+        sc = next((s for s in scenarios if any(f.signature == bug.signature for f in s.result.findings)), None)
+        if sc is None:
+            continue
+        finding = next(f for f in sc.result.findings if f.signature == bug.signature)
+        log(f"minimizing {bug.signature} (at most {budget_s:.0f} s)")
+        try:
+            result = minimize(sc.result.case, finding, checker, budget_s=budget_s, fresh_recheck=False)
+        except MinimizeError as exc:
+            log(f"  not minimized: {exc}")
+            continue
+        final = result.finding or finding
+        case = result.case if result.finding else sc.result.case
+        art = write_finding(out_dir / "bugs" / final.short_id, case, final,
+                            checker.pool.describe(final.executor), command)
+        bug.repro = str(art.repro or art.repro_full) if (art.repro or art.repro_full) else None
+        bug.case = str(art.case) if art.case else None
+        done += 1
+
+
+# ---------------------------------------------------------------- explore
+
+
+SCHEDULE_VALUES = (1, 2, 10, 500, 990, 999)  # integer timesteps: sigma near 0 and near 1 (t / 1000)
+
+
+def variant_spec(inp: Any, rng: random.Random) -> dict[str, Any]:
+    """One value spec for an input: large offsets, near-constant rows, wide magnitudes, extreme schedule values."""
+    if not is_float(inp.dtype):
+        return {"values": [rng.choice(SCHEDULE_VALUES)] * max(1, _size(inp.shape))} if len(inp.shape) <= 1 \
+            else {"dist": "randint", "low": 0, "high": 1000, "seed": rng.randrange(2**31)}
+    kind = rng.choice(("offset", "near-constant", "wide", "scaled", "sigma-extreme"))
+    seed = rng.randrange(2**31)
+    if kind == "offset":
+        return {"dist": "offset", "mean": rng.choice((100.0, 1000.0, -3000.0)), "std": 1.0, "seed": seed}
+    if kind == "near-constant":
+        return {"dist": "offset", "mean": rng.choice((0.5, 1.0, 10.0)), "std": 1e-3, "seed": seed}
+    if kind == "wide":
+        return {"dist": "wide", "lo": -4.0, "hi": 3.0, "seed": seed}
+    if kind == "sigma-extreme":
+        return {"dist": "constant", "value": rng.choice((1e-4, 0.001, 0.999, 0.9999))}
+    return {"dist": "normal", "mean": 0.0, "std": rng.choice((1e-3, 10.0, 100.0)), "seed": seed}
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def explore_case(case: Case, rng: random.Random, sets: int = 3) -> Case:
+    """The model's graph with new input sets (only `input`s vary; parameters keep their trained values), and
+    sometimes its float inputs in another dtype."""
+    graph = case.graph
+    if rng.random() < 0.3:
+        dtype = rng.choice(("float32", "bfloat16", "float16"))
+        graph = Graph(tuple(replace(i, dtype=dtype) if i.role == "input" and is_float(i.dtype) else i
+                            for i in graph.inputs), graph.nodes, graph.outputs)
+    varied = [i for i in graph.inputs if i.role == "input"]
+    input_sets = tuple({i.name: variant_spec(i, rng) for i in varied} for _ in range(sets))
+    return Case(graph, input_sets, {**case.meta, "explore": True})
+
+
+@dataclass
+class Explored:
+    """What --explore found beyond the audit's own check: new findings (signature -> message) and their cases."""
+
+    rounds: int
+    new: dict[str, str]
+    cases: dict[str, Case]
+    seconds: float
+
+
+def explore(case: Case, checker: Checker, names: list[str], rounds: int, seed: int, known: set[str],
+            log: Callable[[str], None]) -> Explored:
+    """Check `rounds` variants of the case's input values, scales and dtypes; report signatures not seen before."""
+    rng = random.Random(seed)
+    t0 = time.monotonic()
+    new: dict[str, str] = {}
+    cases: dict[str, Case] = {}
+    seen = set(known)
+    for k in range(rounds):
+        variant = explore_case(case, rng)
+        result = checker.check(variant, names)
+        fresh = [f for f in result.findings if f.signature not in seen]
+        for f in fresh:
+            seen.add(f.signature)
+            new[f.signature] = f"[{f.kind}] {f.executor}: {f.message}"
+            cases[f.signature] = variant
+        log(f"explore {k + 1}/{rounds}: {len(result.findings)} finding(s), {len(fresh)} new")
+    return Explored(rounds, new, cases, time.monotonic() - t0)
+
+
+def explored_bugs(ex: Explored, sources: dict[str, Any]) -> list[Bug]:
+    """The explore round's new backend findings as verdict bugs (hazards of other dtypes are noted, not counted)."""
+    return [Bug(sig.split("|")[1], sig.split("|")[0], "backend-bug", msg, None, "", "", "", sig)
+            for sig, msg in ex.new.items() if msg.startswith("[backend-bug]")]

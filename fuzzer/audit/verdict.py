@@ -1,0 +1,366 @@
+"""The verdict a model author reads: policy x backend table, model hazards with source lines and fixes, backend bugs.
+
+Pure functions over check results (no I/O, no backends): the session (fuzzer.audit.session) runs the checks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from oracles.findings import Finding
+
+from ..analysis import break_trace
+from ..check import CheckResult
+from ..dtypes import is_float
+from ..ir import Graph, infer
+from .translate import Source
+
+POLICY_ROWS = {  # executor policy -> row label
+    "declared": "as given",
+    "bf16-model": "model.to(bfloat16)",
+    "autocast-bf16": "autocast(bfloat16)",
+    "legacy-xla-use-bf16": "XLA_USE_BF16=1",
+}
+SEMANTIC_ORACLE = "torch/eager"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One check of the audit: its label, the executors' policies and backend columns, and the result."""
+
+    label: str  # "" for the graph as captured; else what changed ("before the migration", "x as bfloat16")
+    result: CheckResult
+    policies: dict[str, str]  # executor -> policy
+    policy_graphs: dict[str, Graph]  # executor -> the PyTorch program its policy runs
+
+
+@dataclass
+class Cell:
+    """One executor under one policy: runs / raises / wrong dtype / unsupported, and the accuracy ratio."""
+
+    row: str
+    backend: str
+    executor: str
+    status: str
+    ratio: float | None = None
+    bug: bool = False
+    detail: str = ""
+
+
+@dataclass
+class Hazard:
+    """A model hazard: where PyTorch itself raises under a policy, located in the user's code."""
+
+    rows: list[str]
+    executors: list[str]
+    node: str
+    op: str
+    where: str
+    code: str
+    module: str
+    activation_dtype: str
+    param_dtype: str
+    promoted_by: list[str]  # culprit descriptions (the tensor whose dtype won), with their source lines
+    promoted_at: list[str]
+    fix: str
+    error: str
+    caller_cast: bool = False  # the odd dtype is a model input itself: the caller owes the cast
+
+
+@dataclass
+class Bug:
+    """A backend bug (divergence from eager or out of the error bound) with its repro, once minimized."""
+
+    executor: str
+    oracle: str
+    kind: str
+    message: str
+    ratio: float | None
+    node: str
+    where: str
+    code: str
+    signature: str
+    repro: str | None = None
+    case: str | None = None
+
+
+@dataclass
+class Verdict:
+    """Everything `precfuzz audit` prints (and --json writes)."""
+
+    model: str
+    cells: list[Cell]
+    hazards: list[Hazard]
+    bugs: list[Bug]
+    coverage: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def model_hazards(self) -> list[Hazard]:
+        """Hazards of the model itself (input casts the caller owes are not counted)."""
+        return [h for h in self.hazards if not h.caller_cast]
+
+    @property
+    def exit_status(self) -> int:
+        """0 clean, 1 a model hazard or a backend bug."""
+        return 1 if self.model_hazards or self.bugs else 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The --json object."""
+        return {"model": self.model, "exit_status": self.exit_status, "seconds": round(self.seconds, 1),
+                "table": [_clean(asdict(c)) for c in self.cells],
+                "hazards": [asdict(h) for h in self.model_hazards],
+                "input_casts": [asdict(h) for h in self.hazards if h.caller_cast],
+                "bugs": [_clean(asdict(b)) for b in self.bugs], "coverage": self.coverage, "notes": self.notes}
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+def backend_column(executor: str) -> str:
+    """The table column of an executor: torch (cpu), torch_xla, or tvm/<pipeline>."""
+    head = executor.split("/", 1)[0]
+    return {"torch": "torch (cpu)", "xla": "torch_xla"}.get(head, executor)
+
+
+def row_label(policy: str, scenario: str, bf16_module: bool) -> str:
+    """The table row of a policy in one scenario."""
+    label = POLICY_ROWS.get(policy, policy)
+    if policy == "declared" and bf16_module:
+        label += " (= model.to(bfloat16))"
+    return f"{label}, {scenario}" if scenario else label
+
+
+def module_is_bf16(graph: Graph) -> bool:
+    """True when every floating-point parameter is bfloat16 (the module was moved with model.to(bfloat16))."""
+    params = [i.dtype for i in graph.inputs if i.role == "param" and is_float(i.dtype)]
+    return bool(params) and all(d == "bfloat16" for d in params)
+
+
+def cells_of(sc: Scenario, bf16_module: bool) -> list[Cell]:
+    """The table cells of one scenario (PyTorch eager's own run of a policy no torch executor covers included)."""
+    res = sc.result
+    out = []
+    covered = {(sc.policies[n], backend_column(n)) for n in res.outcomes}
+    for name in res.outcomes:
+        r = res.row(name)
+        mine = [f for f in res.findings if f.executor == name]
+        status = {"ok": "runs", "error": "raises"}.get(r["status"], r["status"])
+        if r["status"] == "ok" and any(f.oracle in ("dtype-divergence", "silent-downcast") for f in mine):
+            status = "wrong dtype"
+        bug = any(f.kind == "backend-bug" for f in mine)
+        out.append(Cell(row_label(sc.policies[name], sc.label, bf16_module), backend_column(name), name, status,
+                        r["ratio"], bug, r["detail"]))
+    for name, outs in res.eager.items():  # eager on the CPU under an XLA-only policy
+        key = (sc.policies[name], "torch (cpu)")
+        if key in covered or not outs:
+            continue
+        covered.add(key)
+        worst = next((o for o in outs if not o.ok), outs[0])
+        status = {"ok": "runs", "error": "raises"}.get(worst.status, worst.status)
+        out.append(Cell(row_label(sc.policies[name], sc.label, bf16_module), "torch (cpu)", f"{SEMANTIC_ORACLE} (oracle)",
+                        status, None, False, worst.summary() if not worst.ok else ""))
+    return out
+
+
+def _src(sources: dict[str, Source], name: str) -> Source | None:
+    return sources.get(name)
+
+
+def _describe_value(graph: Graph, typed: Any, sources: dict[str, Source], name: str) -> str:
+    """`sigma = timestep.float() / 1000` (denoiser.py:30, float32) or input `x` (float32 [1, 8, 32])."""
+    if name in typed.values and any(i.name == name for i in graph.inputs):
+        inp = graph.input(name)
+        what = "parameter" if inp.role == "param" else "input"
+        return f"{what} `{name}` ({inp.dtype} {list(inp.shape)})"
+    src = _src(sources, name)
+    dtype = typed.values[name].dtype if name in typed.values else "?"
+    if src is None:
+        return f"`{name}` ({dtype})"
+    return f"`{src.code}` ({src.where()}, {dtype})"
+
+
+def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module: bool) -> Hazard:
+    """A model-hazard finding located in the user's code, with its one-line fix."""
+    graph = sc.policy_graphs[f.executor]
+    typed = infer(graph)
+    node = graph.node(f.node)
+    brk = typed.chain_breaks()[f.node]
+    trace = break_trace(graph, typed, f.node)
+    reactions = f.details.get("reactions", {})
+    executors = sorted({n for names in reactions.values() for n in names} | {f.executor})
+    raised = sorted(set(reactions.get("raised", [])) | {f.executor})
+    rows = sorted({row_label(sc.policies[n], sc.label, bf16_module) for n in raised if n in sc.policies})
+    culprits = list(trace.culprits) if trace else []
+    promoted = list(trace.promoted_at) if trace else []
+    operand = node.inputs[brk.operand] if brk.operand < len(node.inputs) else None
+    src = sources.get(f.node) or Source("", 0, "")
+    caller = isinstance(operand, str) and from_inputs(graph, typed, f.node)
+    if caller:
+        names = ", ".join(f"`{c}`" for c in culprits)
+        fix = (f"pass {names} as {brk.param_dtype} under this policy "
+               f"(`{culprits[0]}.to(torch.{brk.param_dtype})` at the call site)")
+    else:
+        losers = _losers(graph, typed, promoted, brk.activation_dtype)
+        at = sources.get(str(operand)) if isinstance(operand, str) else None
+        like = f"{losers[0]}.dtype" if losers else f"torch.{brk.param_dtype}"
+        if at is not None and at.code:
+            fix = f"{at.where()}: cast the result of `{at.code}` back with `.to({like})`"
+        else:
+            fix = f"cast `{operand}` with `.to({like})` before {f.node}"
+    return Hazard(rows, executors, f.node, node.op, src.where(), src.code, src.module, brk.activation_dtype,
+                  brk.param_dtype, [_describe_value(graph, typed, sources, c) for c in culprits],
+                  [f"{p} ({sources[p].where()})" if p in sources else p for p in promoted], fix,
+                  str(f.details.get("error", "")), caller)
+
+
+def from_inputs(graph: Graph, typed: Any, node_id: str, depth: int = 0) -> bool:
+    """True when the odd dtype at chain break `node_id` is a model input's own (no promotion inside the model),
+    directly or through earlier chain breaks of the same kind (a cascade of one missing input cast)."""
+    trace = break_trace(graph, typed, node_id)
+    if trace is None or trace.promoted_at or not trace.culprits or depth > 64:
+        return False
+    inputs = {i.name: i for i in graph.inputs}
+    breaks = typed.chain_breaks()
+    return all((c in inputs and inputs[c].role == "input") or (c in breaks and from_inputs(graph, typed, c, depth + 1))
+               for c in trace.culprits)
+
+
+def input_culprits(graph: Graph, typed: Any, node_id: str, depth: int = 0) -> list[str]:
+    """The model inputs whose dtype reaches chain break `node_id` (through earlier breaks), in graph order."""
+    trace = break_trace(graph, typed, node_id)
+    if trace is None or depth > 64:
+        return []
+    inputs = [i.name for i in graph.inputs]
+    breaks = typed.chain_breaks()
+    found: list[str] = []
+    for c in trace.culprits:
+        found += [c] if c in inputs else (input_culprits(graph, typed, c, depth + 1) if c in breaks else [])
+    return sorted(set(found), key=inputs.index)
+
+
+def _losers(graph: Graph, typed: Any, promoted: list[str], wide: str) -> list[str]:
+    """Operands that lost the promotion at the nodes where `wide` met a narrower dtype (inputs first)."""
+    out: list[str] = []
+    order = {n.id: k for k, n in enumerate(graph.nodes)}
+    for p in sorted(promoted, key=lambda n: order.get(n, 0)):
+        for o in graph.node(p).inputs:
+            if isinstance(o, str) and typed.values[o].kind != "scalar" and typed.values[o].dtype != wide:
+                out.append(o)
+    inputs = {i.name for i in graph.inputs}
+    return sorted(dict.fromkeys(out), key=lambda o: (o not in inputs, out.index(o)))
+
+
+def bug_of(f: Finding, sources: dict[str, Source]) -> Bug:
+    """A backend-bug finding with the source line of the node it is pinned on."""
+    src = sources.get(f.node) or Source("", 0, "")
+    return Bug(f.executor, f.oracle, f.kind, f.message, f.ratio, f.node, src.where() if src.file else "", src.code,
+               f.signature)
+
+
+def build(model: str, scenarios: list[Scenario], sources: dict[str, Source], notes: list[str]) -> Verdict:
+    """The verdict of every scenario's check (hazards and bugs deduplicated by signature)."""
+    graph = scenarios[0].result.case.graph
+    bf16 = module_is_bf16(graph)
+    cells: list[Cell] = []
+    hazards: list[Hazard] = []
+    bugs: list[Bug] = []
+    coverage: list[str] = []
+    seen: set[str] = set()
+    notes = list(notes)
+    for sc in scenarios:
+        cells += cells_of(sc, bf16)
+        for f in sc.result.findings:
+            key = f"{sc.label}|{f.signature}"
+            if key in seen:
+                continue
+            seen.add(key)
+            if f.kind == "model-hazard":
+                hazards.append(hazard_of(f, sc, sources, bf16))
+            elif f.kind == "backend-bug":
+                bugs.append(bug_of(f, sources))
+            else:
+                coverage.append(f"{f.executor}: {f.message}")
+        notes += sc.result.notes
+    return Verdict(model, cells, hazards, bugs, coverage, notes)
+
+
+# ---------------------------------------------------------------- text
+
+
+def _cell_text(c: Cell) -> str:
+    if c.status == "runs" and c.ratio is not None:
+        text = f"runs {c.ratio:.2g}" if math.isfinite(c.ratio) else "runs inf"
+    else:
+        text = c.status
+    return text + (" BUG" if c.bug else "")
+
+
+def table_text(cells: list[Cell]) -> str:
+    """The policy x backend table: each cell runs (accuracy ratio = observed error / allowed error), raises, ..."""
+    rows = list(dict.fromkeys(c.row for c in cells))
+    cols = list(dict.fromkeys(c.backend for c in cells))
+    grid = {(c.row, c.backend): _cell_text(c) for c in cells}
+    head = ["policy \\ backend"] + cols
+    body = [[r] + [grid.get((r, k), "-") for k in cols] for r in rows]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body])
+
+
+def render(v: Verdict) -> str:
+    """The human verdict."""
+    out = [f"precfuzz audit: {v.model}", "", table_text(v.cells),
+           "  (runs R: max error / allowed error on the model's outputs, R <= 1 within the bound; raises: the "
+           "policy fails; BUG: a backend bug below)"]
+    raised = [c for c in v.cells if c.detail]
+    if raised:
+        out.append("")
+        out += [f"  {c.row} / {c.executor}: {c.detail}" for c in raised]
+    out.append("")
+    if v.model_hazards:
+        out.append(f"{len(v.model_hazards)} model hazard(s):")
+        for h in v.model_hazards:
+            out += _hazard_lines(h)
+    else:
+        out.append("no model hazard")
+    casts = [h for h in v.hazards if h.caller_cast]
+    if casts:
+        out.append("")
+        out.append("input casts the caller owes (not hazards of the model):")
+        for h in casts:
+            out.append(f"  under {', '.join(h.rows)}: {h.op} at {h.where} gets {h.activation_dtype} from "
+                       f"{'; '.join(h.promoted_by)}; {h.fix}")
+    out.append("")
+    if v.bugs:
+        out.append(f"{len(v.bugs)} backend bug(s):")
+        for b in v.bugs:
+            where = f" at {b.where} `{b.code}`" if b.where else ""
+            out.append(f"  [{b.oracle}] {b.executor}{where}: {b.message}")
+            if b.repro:
+                out.append(f"      minimized repro: {b.repro}")
+    else:
+        out.append("no backend bug")
+    if v.coverage:
+        out.append("")
+        out.append("coverage gaps (a backend cannot express an op; not bugs):")
+        out += [f"  {c}" for c in v.coverage]
+    for n in v.notes:
+        out.append(f"note: {n}")
+    out.append("")
+    out.append(f"verdict: {'HAZARDS OR BUGS' if v.exit_status else 'clean'} ({v.seconds:.0f} s)")
+    return "\n".join(out)
+
+
+def _hazard_lines(h: Hazard) -> list[str]:
+    module = f" [{h.module}]" if h.module else ""
+    lines = [f"  under {', '.join(h.rows)}: {h.op} `{h.node}`{module} at {h.where} `{h.code}` gets a "
+             f"{h.activation_dtype} activation next to {h.param_dtype} parameters; PyTorch raises ({h.error})"]
+    if h.promoted_by:
+        at = f", promoted at {', '.join(h.promoted_at)}" if h.promoted_at else ""
+        lines.append(f"      the {h.activation_dtype} comes from {'; '.join(h.promoted_by)}{at}")
+    lines.append(f"      fix: {h.fix}")
+    return lines

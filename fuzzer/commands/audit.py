@@ -1,0 +1,94 @@
+"""Audit your own PyTorch model under every precision policy and backend (exit 0 clean, 1 hazards or bugs, 2 bad input).
+
+MODEL.py[:FUNC]: FUNC (default `make`) returns (module, example_args) on the CPU. This IMPORTS AND RUNS the
+Python file you name (that is the point: it is your model); case JSON files, by contrast, are data and never
+run code. The module is captured with torch.export, translated to precfuzz's IR (parameters keep their values),
+and checked on every available executor and policy with the usual oracles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from ..check import Checker
+from ..ir import save_case
+from ..isolation import ExecutorPool
+from .common import (
+    EXIT_OK,
+    UsageError,
+    fail,
+    nonnegative_int,
+    positive_seconds,
+    seed_int,
+    select_executors,
+    timeout_seconds,
+    writable_dir,
+    writable_file,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `precfuzz audit`."""
+    parser.add_argument("model", help="MODEL.py[:FUNC] (FUNC defaults to make; the file is imported and run)")
+    parser.add_argument("--executors", help="comma-separated executor names (default: all available)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
+    parser.add_argument("--out", help="directory for minimized bug repros (default results/audit/<model>)")
+    parser.add_argument("--save-case", help="write the translated case JSON here (a seed for `precfuzz run --seeds-dir`)")
+    parser.add_argument("--explore", type=nonnegative_int, default=0,
+                        help="check N variants of the input values, scales and dtypes (the graph stays)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="seed of --explore")
+    parser.add_argument("--minimize-budget", type=positive_seconds, default=60.0,
+                        help="seconds to minimize each backend bug (at most 3 are minimized)")
+    parser.add_argument("--no-minimize", action="store_true", help="report backend bugs without minimizing them")
+    parser.add_argument("--timeout", type=timeout_seconds, default=300.0, help="seconds per executor call (at least 1)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Audit the model; exit 0 (clean), 1 (hazards or backend bugs) or 2 (bad input)."""
+    from ..audit.load import load_model, split_target
+    from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks
+    from ..audit.translate import AuditInputError, translate
+    from ..audit.verdict import build, render
+
+    t0 = time.monotonic()
+    log = (lambda line: print(f"[audit] {line}", file=sys.stderr, flush=True))
+    try:
+        path, func = split_target(args.model)
+        names = select_executors(args.executors)
+        model = f"{path.stem}" + (f"-{func}" if func != "make" else "")
+        out_dir = writable_dir(args.out or str(Path("results") / "audit" / model), "--out")
+        save = writable_file(args.save_case, "--save-case") if args.save_case else None
+        module, example = load_model(path, func)
+        log(f"exporting {path}:{func} with torch.export")
+        tr = translate(module, example, str(path), model)
+    except (UsageError, AuditInputError) as exc:
+        return fail(str(exc))
+    if save is not None:
+        save_case(tr.case, save)
+        log(f"wrote the case to {save}")
+    command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
+    with ExecutorPool(names, timeout=args.timeout) as pool:
+        checker = Checker(pool)
+        scenarios = run_checks(tr.case, checker, names, log)
+        verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
+        if verdict.bugs and not args.no_minimize:
+            minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log)
+        if args.explore:
+            known = {f.signature for s in scenarios for f in s.result.findings}
+            ex = explore(tr.case, checker, names, args.explore, args.seed, known, log)
+            verdict.bugs += explored_bugs(ex, tr.sources)
+            for sig, case in ex.cases.items():
+                saved = save_case(case, out_dir / "explore" / f"{abs(hash(sig)) % 10**10:010d}.json")
+                verdict.notes.append(f"explore: {ex.new[sig]} (case {saved})")
+            verdict.notes.append(f"explore: {ex.rounds} variant(s) in {ex.seconds:.0f} s, {len(ex.new)} new finding(s)")
+    verdict.seconds = time.monotonic() - t0
+    if args.json:
+        print(json.dumps(verdict.to_json(), indent=1, default=str))
+    else:
+        print(render(verdict))
+    return verdict.exit_status or EXIT_OK
