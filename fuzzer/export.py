@@ -168,7 +168,7 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
             + "".join(f"# {comment(line)}".rstrip() + "\n" for line in about)
             + '"""Prints expected (fp64 reference) vs actual values for the finding described above.\n\n'
             'Exits 1 while the bug is there, 0 once fixed. Needs only numpy and the backend\'s packages.\n'
-            f'"""\nimport os\nimport sys\n{env_lines}')
+            f'"""\nfrom __future__ import annotations\n\nimport os\nimport sys\n{env_lines}')
     parts_src = [
         head,
         PRELUDE,

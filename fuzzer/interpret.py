@@ -27,8 +27,11 @@ PRELUDE = ("import math\nfrom contextvars import ContextVar\nfrom typing import 
            "VARIANCE_FORM = ContextVar('precfuzz_variance_form', default='two-pass')  # see acc_moments\n")
 
 
-def _helpers(fn: FunctionType, seen: dict[str, FunctionType]) -> None:
-    """Collect fn and the module-level functions it calls, transitively."""
+CONSTANT_TYPES = (int, float, str, tuple, frozenset)
+
+
+def _helpers(fn: FunctionType, seen: dict[str, Any]) -> None:
+    """Collect fn, the module-level functions it calls and the plain constants it reads, transitively."""
     if fn.__name__ in seen:
         return
     seen[fn.__name__] = fn
@@ -36,11 +39,18 @@ def _helpers(fn: FunctionType, seen: dict[str, FunctionType]) -> None:
         obj = fn.__globals__.get(name)
         if isinstance(obj, FunctionType) and obj.__module__.startswith("fuzzer.ops"):
             _helpers(obj, seen)
+        elif isinstance(obj, CONSTANT_TYPES) and not isinstance(obj, bool) and name.isupper() and name not in seen:
+            seen[name] = obj
+
+
+def _source(name: str, obj: Any) -> str:
+    """A helper's source, or a constant's assignment."""
+    return inspect.getsource(obj).rstrip() if isinstance(obj, FunctionType) else f"{name} = {obj!r}"
 
 
 def reference_helper_names() -> set[str]:
     """Names of every reference function and helper a repro script may define."""
-    seen: dict[str, FunctionType] = {}
+    seen: dict[str, Any] = {}
     for spec in OPS.values():
         _helpers(spec.reference, seen)  # type: ignore[arg-type]
     return set(seen)
@@ -48,10 +58,12 @@ def reference_helper_names() -> set[str]:
 
 def reference_functions(graph: Graph) -> str:
     """Source of the numpy reference functions the graph's ops need (pasted into repro scripts)."""
-    seen: dict[str, FunctionType] = {}
+    seen: dict[str, Any] = {}
     for node in graph.nodes:
         _helpers(OPS[node.op].reference, seen)  # type: ignore[arg-type]
-    return "\n\n".join(inspect.getsource(fn).rstrip() for fn in seen.values()) + "\n"
+    constants = [_source(k, v) for k, v in seen.items() if not isinstance(v, FunctionType)]
+    functions = [_source(k, v) for k, v in seen.items() if isinstance(v, FunctionType)]
+    return "\n".join(constants) + ("\n\n" if constants else "") + "\n\n".join(functions) + "\n"
 
 
 def render_reference(graph: Graph, name: str = "reference") -> str:

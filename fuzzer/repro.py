@@ -130,8 +130,12 @@ def _head(title: str, finding: Finding, executor: Executor, case: Case, set_inde
     about = [title, finding.message, f"{executor.name} ({versions or 'versions unknown'}); precfuzz {__version__}, "
              f"case {case.id} input set {set_index}. Exits 1 while the bug is there, 0 once fixed."]
     # line 2 is fixed text: Python reads a source encoding from the first two lines only
+    overrides = case.input_sets[set_index] if case.input_sets else {}
+    uses_math = any("math." in _values_expr(overrides.get(i.name, i.init), i.shape, i.dtype, i.kind)[0]
+                    for i in case.graph.inputs)
     return ["#!/usr/bin/env python3", "# precfuzz repro (text from the finding below is escaped)",
-            *[f"# {comment(line)}" for line in about], "import os", "import sys", "",
+            *[f"# {comment(line)}" for line in about], *(["import math"] if uses_math else []), "import os",
+            "import sys", "",
             "sys.excepthook = lambda *e: (sys.__excepthook__(*e), os._exit(2))  # a failing script exits 2, not 1"]
 
 

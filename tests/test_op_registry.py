@@ -56,6 +56,33 @@ def test_numpy_forms_match_the_fp64_reference(op: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_regression_pasted_reference_functions_run_alone(op: str) -> None:
+    """Triage: full repro scripts of model hazards died with NameError (SEQUENTIAL_LIMIT, ValueInfo): the pasted
+    reference must define every constant and helper it reads, in both the exact and the ideal modes."""
+    import numpy as np
+
+    from fuzzer.dtypes import round_to
+    from fuzzer.interpret import (
+        PRELUDE,
+        evaluate,
+        reference_functions,
+        render_reference,
+    )
+    from fuzzer.ir import input_values
+
+    case = example(op, "float32")
+    namespace: dict = {}
+    exec(compile("from __future__ import annotations\n" + PRELUDE + reference_functions(case.graph)  # noqa: S102
+                 + render_reference(case.graph), "<repro>", "exec"), namespace)
+    values = input_values(case, 0)
+    got = namespace["reference"](values, False, round_to)["out"]
+    np.testing.assert_allclose(got, evaluate(case.graph, values, rounded=False)["out"], rtol=1e-12, atol=1e-12)
+    f32 = {k: (v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype == np.float64 else v)
+           for k, v in values.items()}
+    namespace["reference"](f32, True, lambda v, d: np.asarray(round_to(v, d)).astype(np.float32))
+
+
 def test_the_registry_check_names_the_op_and_the_field() -> None:
     from dataclasses import replace
 
