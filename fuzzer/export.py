@@ -19,8 +19,10 @@ from oracles import bounds
 from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
 from .interpret import (
+    ONE_PASS_MAX_RELATIVE,
     PRELUDE,
     backward_perturbation,
+    meaningful,
     reference_functions,
     render_reference,
 )
@@ -94,6 +96,7 @@ def main():
     ideal32_one_pass = reference({{name: to_float32_arithmetic(value, name) for name, value in inputs.items()}}, True,
                                  round_to_float32)
     VARIANCE_FORM.reset(token)
+    ideal32_one_pass = {{k: (v if meaningful(v, ideal[k]) else ideal32[k]) for k, v in ideal32_one_pass.items()}}
     perturb = backward_perturbation(round_to)
     perturbed = reference({{name: perturb(value, "float64")
                            if INPUT_KINDS[name] == "tensor" and not INPUT_DTYPES[name].startswith("int") else value
@@ -180,7 +183,8 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
         "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n" + reference_functions(graph).replace("\n\ndef ", "\n\n\ndef "),
         "\n\n" + render_reference(graph),
         "\n\n# ---- the error bound (precfuzz oracles/bounds.py, fuzzer/interpret.py)\n\n" + inspect.getsource(bounds.ulp)
-        + "\n\n" + inspect.getsource(bounds.bound_ratio) + "\n\n" + inspect.getsource(backward_perturbation),
+        + "\n\n" + inspect.getsource(bounds.bound_ratio) + "\n\n" + inspect.getsource(backward_perturbation)
+        + f"\n\nONE_PASS_MAX_RELATIVE = {ONE_PASS_MAX_RELATIVE!r}\n\n\n" + inspect.getsource(meaningful),
         "\n\n# ---- the backend under test\n\n" + textwrap.dedent(parts.body).strip() + "\n",
         "\n" + CHECK.format(multiplier=bounds.MULTIPLIER, slack=bounds.SLACK_ULPS),
     ]

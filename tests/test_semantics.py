@@ -368,3 +368,18 @@ def test_regression_excess_precision_of_a_fused_bf16_intermediate_is_not_blamed_
     (vd, vp) = judge_nodes(g, inputs, observed)
     assert vp.node == "p" and vp.excess and vp.stats.ratio <= 1.0
     assert not vd.excess and vd.stats.ratio <= 1.0
+
+
+def test_regression_a_one_pass_variance_that_cancels_the_values_away_is_still_a_bug() -> None:
+    """Triage (campaign seed 81): TVM group_norm on float16 data with mean/std ~ 1000 formed its variance in one
+    float32 pass and returned -19.7 for -12.4; the one-pass ideal may not excuse an output it destroys."""
+    x = Input("x", (1, 4, 64), "float32", init={"dist": "offset", "mean": 100.0, "std": 0.05, "seed": 4})
+    g = Graph((x,), (Node("y", "group_norm", ("x",), {"num_groups": 1, "eps": 1e-5}),), ("y",))
+    inputs = input_values(Case(g), 0)
+    exact = evaluate(g, inputs, rounded=False)["y"]
+    v = inputs["x"].astype(np.float32).reshape(1, -1)
+    mu = np.cumsum(v, axis=-1, dtype=np.float32)[..., -1:] / np.float32(v.shape[-1])
+    sq = np.cumsum(v * v, axis=-1, dtype=np.float32)[..., -1:] / np.float32(v.shape[-1])
+    kernel = ((v - mu) / np.sqrt(np.maximum(sq - mu * mu, 0) + np.float32(1e-5))).reshape(exact.shape)
+    assert np.sqrt(np.mean((kernel - exact) ** 2)) > 0.05  # the values are gone
+    assert error_stats(kernel.astype(np.float64), exact, ideal_values(g, inputs)["y"], "float32").ratio > 10.0
