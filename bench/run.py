@@ -1,8 +1,11 @@
-"""`make bench`: a fixed-seed campaign slice on the local executors; writes bench/results.json.
+"""`make bench`: the same fixed-seed case list with program sharing off and on, minimization of the seed classes,
+and one model audit; writes bench/results.json.
 
-Measures throughput (cases/s, tests/s per executor), where wall time goes (backend compile and run vs
-everything else: generation, reference, oracles, IPC), and how long a fresh campaign takes to find each
-seed bug class. One lane, so the fractions are not blurred by parallelism.
+Modes run one after the other in this process, so their ratio is measured on one machine under one load
+(absolute tests/s on these shared machines varies 2x between runs). Per mode: tests/s, backend compilations
+per test (machine-independent: it is what carries over to a neuronx-cc compile of seconds on trn2), backend
+seconds per test, the share of wall time outside the backends, and the set of finding signatures (the two
+modes must find the same). One lane, so the fractions are not blurred by parallelism.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import argparse
 import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,68 +26,109 @@ from fuzzer.campaign.progress import Progress
 from fuzzer.campaign.store import CampaignStore
 from fuzzer.commands.common import select_executors
 
-
-# seed bug classes: (name, predicate over a finding record)
-def _out_dtype(rec: dict) -> str:
-    return rec["dtypes"][-1].split("->")[-1] if rec.get("dtypes") else ""
-
-
-CLASSES = {
-    # TVM DecomposeOpsForTraining: an fp16 layer_norm out of bound (wrong values or overflow)
-    "tvm-decompose-fp16-layer_norm": lambda r: r["executor"] == "tvm/decompose" and r["oracle"] == "error-bound"
-    and r["ops"][:1] == ["layer_norm"] and _out_dtype(r) == "float16",
-    # fp32 schedule arithmetic upcasts a bf16 model's activation: the bf16 conv raises under one policy, not another
-    "bf16-conv-schedule-upcast": lambda r: r["oracle"] == "status-divergence" and r["error_class"] == "dtype-mismatch"
-    and r["executor"].startswith(("torch/", "xla/")) and r["ops"][:1] in (["conv1d"], ["conv2d"], ["conv3d"])
-    and any(d in ("float32->bfloat16", "float64->bfloat16") for d in r["dtypes"]),
+ROOT = Path(__file__).resolve().parent.parent
+MODES = {  # mode -> environment of its backend workers
+    "off": {"PRECFUZZ_PROGRAM_CACHE": "0"},  # every executor compiles its own program for every case
+    "on": {},  # the defaults: programs shared by structural hash within a worker
 }
+SEEDS = ROOT / "corpus" / "seeds"
+MODEL = ROOT / "corpus" / "models" / "transformer_block.py"
 
 
-def run_slice(out: Path, executors: list[str], seed: int, time_s: float, max_tests: int | None) -> dict:
-    """One fresh campaign; returns its measurements."""
-    cfg = CampaignConfig(out=out, executors=executors, seed=seed, time_s=time_s, max_tests=max_tests, workers=1,
-                         minimize=False, seeds_dir=None, command="make bench")
-    t0 = time.perf_counter()
-    summary = Campaign(cfg, Progress(stream=sys.stderr, interval_s=30.0, live=False)).run()
-    wall = time.perf_counter() - t0
+def run_slice(out: Path, executors: list[str], seed: int, max_tests: int, env: dict[str, str]) -> dict:
+    """One fresh campaign over the first `max_tests` tests of `seed` with `env` set; its measurements."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        cfg = CampaignConfig(out=out, executors=executors, seed=seed, time_s=None, max_tests=max_tests, workers=1,
+                             minimize=False, seeds_dir=None, command="make bench")
+        t0 = time.perf_counter()
+        summary = Campaign(cfg, Progress(stream=sys.stderr, interval_s=30.0, live=False)).run()
+        wall = time.perf_counter() - t0
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     store = CampaignStore(out)
     runs = store.load_runs()
-    findings = store.load_findings()
+    backend = float(runs["compile_s"].sum() + runs["run_s"].sum())
+    compiles = int(runs["compiles"].sum())
     per_exec = {}
     for name in executors:
         rows = runs[runs["executor"] == name]
-        compile_s, run_s = float(rows["compile_s"].sum()), float(rows["run_s"].sum())
-        per_exec[name] = {
-            "tests": int(len(rows)), "compile_s": round(compile_s, 2), "run_s": round(run_s, 2),
-            "tests_per_backend_s": round(len(rows) / max(compile_s + run_s, 1e-9), 2),
-            "statuses": {k: int(v) for k, v in rows["status"].value_counts().items()},
-        }
-    backend = sum(v["compile_s"] + v["run_s"] for v in per_exec.values())
-    first_found = {}
-    for cls, pred in CLASSES.items():
-        hits = [r["first_seen_s"] for r in findings if pred(r)]
-        first_found[cls] = round(min(hits), 1) if hits else None
+        per_exec[name] = {"tests": int(len(rows)), "compiles": int(rows["compiles"].sum()),
+                          "shared": int((rows["shared_with"] != "").sum()),
+                          "compile_s": round(float(rows["compile_s"].sum()), 2), "run_s": round(float(rows["run_s"].sum()), 2)}
+    tests = int(len(runs))
     return {
-        "wall_s": round(wall, 1), "cases": summary.cases, "tests": summary.tests,
-        "cases_per_s": round(summary.cases / wall, 3), "tests_per_s": round(summary.tests / wall, 2),
-        "backend_s": round(backend, 1), "overhead_fraction": round(1.0 - backend / wall, 3),
-        "per_executor": per_exec, "findings": len(findings), "first_found_s": first_found,
+        "wall_s": round(wall, 1), "cases": summary.cases, "tests": tests,
+        "tests_per_s": round(tests / wall, 3), "compiles": compiles, "compiles_per_test": round(compiles / max(tests, 1), 4),
+        "backend_s": round(backend, 1), "backend_s_per_test": round(backend / max(tests, 1), 4),
+        "overhead_fraction": round(1.0 - backend / wall, 3), "per_executor": per_exec,
+        "signatures": sorted({f["signature"] for f in store.load_findings()}),
+        "bugs": sorted({b["key"] for b in store.load_bugs() if not b.get("merged_into")}),
     }
+
+
+def minimize_seconds(case: Path, budget_s: float) -> dict:
+    """Wall seconds of `precfuzz minimize` on one seed case (a fresh process, as a user runs it)."""
+    with tempfile.TemporaryDirectory(prefix="precfuzz-bench-min-") as tmp:
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "fuzzer.cli", "minimize", str(case), "--out", str(Path(tmp) / "m.json"),
+                               "--max-seconds", str(budget_s), "--json"], capture_output=True, text=True, cwd=ROOT,
+                              timeout=budget_s * 3 + 300)
+        seconds = time.perf_counter() - t0
+    try:
+        summary = json.loads(proc.stdout[proc.stdout.index("{"):])
+    except ValueError:
+        summary = {"error": proc.stderr.strip().splitlines()[-1:] or ["no output"]}
+    return {"case": case.name, "seconds": round(seconds, 1), "exit": proc.returncode,
+            **{k: summary.get(k) for k in ("checks", "nodes_before", "nodes_after", "signature", "error") if k in summary}}
+
+
+def audit_seconds() -> dict:
+    """Wall seconds of `precfuzz audit` on the example transformer block (issue 15: the table in under 2 minutes)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", str(MODEL), "--no-minimize", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=1200)
+    return {"model": MODEL.name, "seconds": round(time.perf_counter() - t0, 1), "exit": proc.returncode}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and write the results file."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--time", type=float, default=float(os.environ.get("BENCH_TIME", 300)))
+    parser.add_argument("--max-tests", type=int, default=int(os.environ.get("BENCH_TESTS", 600)))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--executors", default=None)
+    parser.add_argument("--minimize-budget", type=float, default=120.0)
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results.json"))
     args = parser.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
     executors = select_executors(args.executors)
-    with tempfile.TemporaryDirectory(prefix="precfuzz-bench-") as tmp:
-        result = run_slice(Path(tmp) / "campaign", executors, args.seed, args.time, None)
-    result.update(seed=args.seed, time_budget_s=args.time, executors=executors, machine={
-        "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()})
+    result: dict = {"seed": args.seed, "max_tests": args.max_tests, "executors": executors}
+    if "modes" not in skip:
+        modes = {}
+        with tempfile.TemporaryDirectory(prefix="precfuzz-bench-") as tmp:
+            for mode, env in MODES.items():
+                print(f"bench: mode {mode}", file=sys.stderr)
+                modes[mode] = run_slice(Path(tmp) / mode, executors, args.seed, args.max_tests, env)
+        on, off = modes["on"], modes["off"]
+        result.update(tests_per_s=on["tests_per_s"], overhead_fraction=on["overhead_fraction"],
+                      compiles_per_test=on["compiles_per_test"],
+                      speedup_vs_off=round(on["tests_per_s"] / max(off["tests_per_s"], 1e-9), 3),
+                      compiles_saved=round(1.0 - on["compiles"] / max(off["compiles"], 1), 3),
+                      identical_findings=on["signatures"] == off["signatures"] and on["bugs"] == off["bugs"],
+                      modes={m: {k: v for k, v in r.items() if k not in ("signatures", "bugs")} | {
+                          "signatures": len(r["signatures"]), "bugs": len(r["bugs"])} for m, r in modes.items()})
+    if "minimize" not in skip:
+        mins = [minimize_seconds(case, args.minimize_budget) for case in sorted(SEEDS.glob("*.json"))]
+        secs = [m["seconds"] for m in mins]
+        result.update(minimize=mins, minimize_s_median=round(statistics.median(secs), 1) if secs else None,
+                      minimize_s_max=max(secs) if secs else None)
+    if "audit" not in skip:
+        result["audit_transformer"] = audit_seconds()
+    result["machine"] = {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
+                         "python": platform.python_version(), "platform": platform.platform()}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
     return 0

@@ -24,7 +24,7 @@ from .ops.base import VARIANCE_FORM
 Values = dict[str, np.ndarray]
 PRELUDE = ("import math\nfrom contextvars import ContextVar\nfrom typing import Any\n\nimport numpy as np\n"
            "from numpy.lib.stride_tricks import sliding_window_view\n\n"
-           "VARIANCE_FORM = ContextVar('precfuzz_variance_form', default='two-pass')  # see acc_moments\n")
+           "VARIANCE_FORM = ContextVar('variance_form', default='two-pass')  # see acc_moments\n")
 
 
 CONSTANT_TYPES = (int, float, str, tuple, frozenset)

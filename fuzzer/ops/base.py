@@ -274,7 +274,7 @@ def acc_mean(x, axis=None, keepdims=False):
 # How float32 reference arithmetic forms a variance: "two-pass" (mean, then the mean of squared deviations, as
 # PyTorch's CPU kernels do) or "one-pass" (E[x^2] - E[x]^2 in one sweep, as XLA's and TVM's norm lowerings do).
 # Both are common float32 kernels; the ideal implementations include both (fuzzer.interpret.ARITHMETICS).
-VARIANCE_FORM: ContextVar[str] = ContextVar("precfuzz_variance_form", default="two-pass")
+VARIANCE_FORM: ContextVar[str] = ContextVar("variance_form", default="two-pass")
 
 
 def acc_moments(x, axes) -> tuple[np.ndarray, np.ndarray]:
