@@ -358,10 +358,33 @@ class RayLanes:
             ray.shutdown()
 
 
+def head_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) of a HOST:PORT address; None for 'auto', ray:// and other forms Ray resolves itself."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "://" in address or not port.isdigit() or not host:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def unreachable(address: str, timeout_s: float = 10.0) -> str | None:
+    """Why the head at `address` cannot be reached over TCP, or None (ray.init waits minutes on a wrong address)."""
+    endpoint = head_endpoint(address)
+    if endpoint is None:
+        return None
+    try:
+        socket.create_connection(endpoint, timeout=timeout_s).close()
+    except OSError as exc:
+        return f"cannot reach the Ray head at {address}: {exc.strerror or type(exc).__name__}"
+    return None
+
+
 def _init(address: str) -> None:
     """ray.init on `address`, keeping this process's SIGTERM handler (Ray installs its own)."""
     import ray
 
+    why = unreachable(address)
+    if why is not None:
+        raise LaneError(why)
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGTERM) if main else None
     try:

@@ -1,14 +1,14 @@
 """Fuzz campaigns: parallel lanes of warm executor workers, deduplicated findings saved at once, resumable.
 
 Each lane is a thread owning its own ExecutorPool (its own backend worker processes), or, with `--ray`, a
-thread driving one Ray actor that holds such a pool on a cluster node (fuzzer.campaign.ray_lanes); lanes share
-the generator position, the dedup table and the store under one lock, all on this (the driver's) machine. A new finding is saved at once,
-unminimized; one more lane minimizes new findings in order and rewrites their files, so fuzzing never waits
-for a minimization (a resumed campaign finishes the ones an earlier run did not get to). Backends run in subprocesses, so the
-GIL only serializes generation, the numpy reference and the oracles. The state needed to resume (generator
-position, cases handed out but unfinished, counters) is flushed atomically every few seconds and at
-every new finding; a case interrupted by `kill -9` is simply run again on resume, and the case of a lost
-Ray actor goes back to the queue at once.
+thread driving one Ray actor that holds such a pool on a cluster node (fuzzer.campaign.ray_lanes); lanes
+share the generator position, the dedup table and the store under one lock, on the driver's machine. A new
+finding is saved at once, unminimized; one more lane minimizes new findings in order and rewrites their
+files, so fuzzing never waits for a minimization (a resumed campaign finishes the ones an earlier run did
+not get to). Backends run in subprocesses, so the GIL only serializes generation, the numpy reference and
+the oracles. The state needed to resume (generator position, cases handed out but unfinished, counters) is
+flushed atomically every few seconds and at every new finding; a case interrupted by `kill -9` is simply run
+again on resume, and the case of a lost Ray actor goes back to the queue at once.
 """
 
 from __future__ import annotations
