@@ -7,7 +7,7 @@ OUT ?= results/fuzz
 TIME ?= 300
 PYTEST_ARGS ?=
 
-.PHONY: install fuzz test test-fast smoke bench report clean
+.PHONY: install install-ray fuzz test test-fast smoke bench report clean
 
 install: $(STAMP)
 
@@ -16,6 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
+
+# a machine of a Ray cluster (`precfuzz run --ray`, README): the pinned stack plus Ray, without the test tools
+install-ray:
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[ray]' --config-settings editable_mode=compat
 
 fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)

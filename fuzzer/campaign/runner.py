@@ -1,16 +1,19 @@
 """Fuzz campaigns: parallel lanes of warm executor workers, deduplicated findings saved at once, resumable.
 
-Each lane is a thread owning its own ExecutorPool (its own backend worker processes); lanes share the
-generator position, the dedup table and the store under one lock. A new finding is saved at once,
-unminimized; one more lane minimizes new findings in order and rewrites their files, so fuzzing never waits
-for a minimization (a resumed campaign finishes the ones an earlier run did not get to). Backends run in subprocesses, so the
-GIL only serializes generation, the numpy reference and the oracles. The state needed to resume (generator
-position, cases handed out but unfinished, counters) is flushed atomically every few seconds and at
-every new finding; a case interrupted by `kill -9` is simply run again on resume.
+Each lane is a thread owning its own ExecutorPool (its own backend worker processes), or, with `--ray`, a
+thread driving one Ray actor that holds such a pool on a cluster node (fuzzer.campaign.ray_lanes); lanes
+share the generator position, the dedup table and the store under one lock, on the driver's machine. A new
+finding is saved at once, unminimized; one more lane minimizes new findings in order and rewrites their
+files, so fuzzing never waits for a minimization (a resumed campaign finishes the ones an earlier run did
+not get to). Backends run in subprocesses, so the GIL only serializes generation, the numpy reference and
+the oracles. The state needed to resume (generator position, cases handed out but unfinished, counters) is
+flushed atomically every few seconds and at every new finding; a case interrupted by `kill -9` is simply run
+again on resume, and the case of a lost Ray actor goes back to the queue at once.
 """
 
 from __future__ import annotations
 
+import bisect
 import queue
 import shlex
 import threading
@@ -31,11 +34,13 @@ from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
 from ..outcome import Outcome
 from .bug_book import KIND_ORDER, Bug, BugBook
+from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .progress import Progress, Snapshot
 from .state import STATE_VERSION, CampaignState
 from .store import CampaignStore, StoreError
 
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
+LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
 
 
 class CampaignError(Exception):
@@ -62,6 +67,8 @@ class CampaignConfig:
     max_calls_per_worker: int = 400
     command: str = ""
     generate: Callable[[int, int], Case] | None = None  # (seed, index) -> Case; default: generators.generate_case
+    ray: str | None = None  # a Ray cluster address ('auto', 'HOST:PORT'): lanes run as its actors; None: local
+    ray_neuron_cores: float = 1.0  # NeuronCores each Ray lane requests when a neuron/* executor is selected
 
 
 @dataclass
@@ -128,13 +135,29 @@ class Campaign:
         self.tests_by_executor: Counter[str] = Counter()
         self.new_findings = 0
         self.internal_errors = 0
+        self.lanes_ended = 0  # lanes that ended because their Ray actor was lost for good
         try:
             self._load()
+            self.lanes: Lanes = self._open_lanes()
         except BaseException as exc:
             self.store.unlock()
             if isinstance(exc, StoreError):
                 raise CampaignError(str(exc)) from None
             raise
+
+    def _open_lanes(self) -> Lanes:
+        """Local lanes, or Ray lanes started and ready on the cluster (CampaignError if they cannot start)."""
+        cfg = self.cfg
+        if cfg.ray is None:
+            return LocalLanes(max(1, cfg.workers), cfg.executors, cfg.timeout_s, cfg.max_calls_per_worker,
+                              self.store.root / "logs", lambda k: lane_env(k, cfg.executors))
+        from .ray_lanes import LaneError, RayLanes
+
+        try:
+            return RayLanes(cfg.ray, cfg.executors, cfg.workers, cfg.ray_neuron_cores, cfg.timeout_s,
+                            cfg.max_calls_per_worker, self.store.root.resolve().name or "campaign", self.progress.warn)
+        except LaneError as exc:
+            raise CampaignError(str(exc)) from None
 
     # ------------------------------------------------------------ state
 
@@ -245,11 +268,24 @@ class Campaign:
         with self.lock:
             return sum(1 for b in self.book.live() if b.kind == "backend-bug" and not b.extra.get("minimize_tried"))
 
+    def _requeue(self, kind: str, item: Any, reserved: int) -> None:
+        """Put a claimed case back (its lane was lost before it finished): the next claim takes it again."""
+        with self.lock:
+            self.reserved -= reserved
+            if kind == "seed":
+                self.todo_seeds.insert(0, item)
+            else:
+                self.in_flight.discard(item)
+                bisect.insort(self.todo_pending, item)
+            self.dirty = True
+
     def _items(self, lane: int = 0) -> Iterator[tuple[str, Any, Case, int]]:
-        """Cases for one lane. Lanes after the first yield their core to the minimizer while backend bugs wait
-        for it: a new bug is worth more than more cases that mostly find known ones."""
+        """Cases for one lane. Local lanes after the first yield their core to the minimizer while backend bugs
+        wait for it: a new bug is worth more than more cases that mostly find known ones. (Ray lanes do not:
+        the minimizer runs on the driver's machine, not on theirs.)"""
+        local = self.cfg.ray is None
         while True:
-            while (lane > 0 and self.cfg.minimize and self.backlog() and not self.stop.is_set()
+            while (local and lane > 0 and self.cfg.minimize and self.backlog() and not self.stop.is_set()
                    and self._budget_left() is None):
                 time.sleep(0.5)
             item = self._next_item()
@@ -260,23 +296,25 @@ class Campaign:
     # ------------------------------------------------------------ lanes
 
     def _lane(self, lane: int) -> None:
-        env = lane_env(lane, self.cfg.executors)
-        log_dir = self.store.root / "logs"
-        with ExecutorPool(self.cfg.executors, timeout=self.cfg.timeout_s, max_calls=self.cfg.max_calls_per_worker,
-                          log_dir=log_dir, extra_env=env) as pool:
-            checker = Checker(pool)
+        runner = self.lanes.open(lane)
+        try:
             rows: list[dict[str, Any]] = []
             last_rows = time.monotonic()
             for kind, item, case, reserved in self._items(lane):
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
                 try:
-                    result = checker.check(case)
+                    result = runner.check(case)
+                except LaneLost as exc:
+                    self._requeue(kind, item, reserved)
+                    if not self._lane_lost(lane, label, str(exc), runner):
+                        break
+                    continue
                 except Exception as exc:  # noqa: BLE001 - precfuzz's own bug on one case must not end the campaign
                     result = self._internal_error(label, case, exc)
                 rows += self._rows(result, label)
                 keys = case_keys(result.findings, result.outcomes)
                 for finding in result.findings:
-                    self._handle(finding, keys[finding.signature], result, pool)
+                    self._handle(finding, keys[finding.signature], result, runner)
                 with self.lock:
                     self.reserved -= reserved
                     self.state.tests += sum(len(v) for v in result.outcomes.values())
@@ -290,19 +328,40 @@ class Campaign:
                     else:
                         self.in_flight.discard(item)
                     self.dirty = True
-                    self.alive[lane] = pool.alive()
-                    self.restarts[lane] = pool.restarts()
+                    self.alive[lane] = runner.alive()
+                    self.restarts[lane] = runner.restarts()
                 if len(rows) >= 500 or time.monotonic() - last_rows > 30:
                     self.store.append_runs(rows)
                     rows, last_rows = [], time.monotonic()
             self.store.append_runs(rows)
+        finally:
+            runner.close()
+
+    def _lane_lost(self, lane: int, label: str, why: str, runner: Lane) -> bool:
+        """Record a lost lane (its case is already re-queued) and replace it; False when the lane ends."""
+        self.alive[lane] = 0
+        failed = runner.replace()
+        rec = {"t": round(self.elapsed(), 3), "lane": lane, "event": "lost", "item": label, "error": why,
+               "replaced": failed is None, "why_not": failed or ""}
+        self.store.append_record(LANE_EVENTS, rec)
+        self.progress.warn(f"lane {lane} lost its Ray actor ({why[:200]}); case {label} goes back to the queue; "
+                           + ("a new actor took over" if failed is None else f"the lane ends: {failed}"))
+        if failed is None:
+            return True
+        with self.lock:
+            self.lanes_ended += 1
+        return False
 
     def _internal_error(self, label: str, case: Case, exc: Exception) -> CheckResult:
         """Keep a record of precfuzz failing on a case (internal-errors.jsonl) and go on as if it found nothing."""
         import traceback
 
-        rec = {"item": label, "case_id": case.id, "error": f"{type(exc).__name__}: {exc}",
-               "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:],
+        if isinstance(exc, RemoteCheckError):  # raised in a Ray lane: its own line and traceback
+            error, tb = exc.error, exc.traceback
+        else:
+            error = f"{type(exc).__name__}: {exc}"
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        rec = {"item": label, "case_id": case.id, "error": error, "traceback": tb[-4000:],
                "t": round(self.elapsed(), 3)}
         self.store.append_record(INTERNAL_ERRORS, rec)
         with self.lock:
@@ -338,7 +397,7 @@ class Campaign:
 
     # ------------------------------------------------------------ findings and bugs
 
-    def _handle(self, finding: Finding, key: str, result: CheckResult, pool: ExecutorPool) -> None:
+    def _handle(self, finding: Finding, key: str, result: CheckResult, pool: Lane | ExecutorPool) -> None:
         """Count a finding into its bug; save a new finding at once (raw), and queue a new bug for minimization."""
         sig = finding.signature
         with self.lock:
@@ -375,7 +434,7 @@ class Campaign:
             self.queued += 1
             self.to_minimize.put((KIND_ORDER.get(bug.kind, 3), self.queued, bug.bug))
 
-    def _save(self, finding: Finding, case: Case, pool: ExecutorPool, folder: Path, first_seen: float,
+    def _save(self, finding: Finding, case: Case, pool: Lane | ExecutorPool, folder: Path, first_seen: float,
               bug: str) -> dict[str, Any]:
         """Write the finding's raw case and its full-oracle script; return its record (count 1)."""
         art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
@@ -398,7 +457,7 @@ class Campaign:
             rec["save_error"] = "; ".join(art.errors)
         return rec
 
-    def _describe(self, executor: str, pool: ExecutorPool) -> dict[str, Any]:
+    def _describe(self, executor: str, pool: Lane | ExecutorPool) -> dict[str, Any]:
         if executor not in self.described:
             self.described[executor] = pool.describe(executor)
         return self.described[executor]
@@ -488,8 +547,7 @@ class Campaign:
     def _minimizer_lane(self, fuzzing_done: threading.Event) -> None:
         """Minimize new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""
         with ExecutorPool(self.cfg.executors, timeout=self.cfg.timeout_s, max_calls=self.cfg.max_calls_per_worker,
-                          log_dir=self.store.root / "logs",
-                          extra_env=lane_env(max(1, self.cfg.workers), self.cfg.executors)) as pool:
+                          log_dir=self.store.root / "logs", extra_env=self.lanes.minimizer_env()) as pool:
             checker = Checker(pool)
             while True:
                 if self.stop.is_set() or (self.cfg.time_s is not None
@@ -519,11 +577,14 @@ class Campaign:
         try:
             return self._run()
         finally:
-            self.store.unlock()
+            try:
+                self.lanes.close()
+            finally:
+                self.store.unlock()
 
     def _run(self) -> CampaignSummary:
         """The campaign proper (run() holds the directory lock around it)."""
-        n = max(1, self.cfg.workers)
+        n = self.lanes.count
         self.alive = [0] * n
         self.restarts = [0] * n
         made = [create(e) for e in self.cfg.executors]
@@ -570,6 +631,8 @@ class Campaign:
             self.stop.set()
             for t in threads:
                 t.join()
+        if self.lanes_ended == n:
+            self.stop_reason = self.stop_reason or "lanes lost"
         stopped_by = self._budget_left() or self.stop_reason or "done"
         self.flush(force=True)
         self.progress.update(self.snapshot(), force=True)

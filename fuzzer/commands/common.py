@@ -58,6 +58,7 @@ positive_seconds = _number(float, "a finite number of seconds > 0", lambda v: _f
 nonnegative_seconds = _number(float, "a finite number of seconds >= 0", lambda v: _finite(v) and v >= 0)
 timeout_seconds = _number(float, f"a finite number of seconds >= {MIN_TIMEOUT_S:g}",
                           lambda v: _finite(v) and v >= MIN_TIMEOUT_S)
+positive_number = _number(float, "a finite number > 0", lambda v: _finite(v) and v > 0)
 positive_int = _number(int, "an integer >= 1", lambda v: v >= 1)
 nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)
 seed_int = _number(int, f"an integer in 0..{MAX_SEED}", lambda v: 0 <= v <= MAX_SEED)

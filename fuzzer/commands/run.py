@@ -10,12 +10,14 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
+from ..campaign.ray_lanes import RAY_HINT, ray_missing
 from .common import (
     EXIT_OK,
     UsageError,
     fail,
     nonnegative_seconds,
     positive_int,
+    positive_number,
     positive_seconds,
     read_case,
     seed_int,
@@ -41,6 +43,12 @@ def add_campaign_arguments(parser: argparse.ArgumentParser, minimize: bool = Tru
                             help="also minimize each new finding (slower)")
     parser.add_argument("--minimize-budget", type=nonnegative_seconds, default=30.0,
                         help="seconds to minimize each new finding (it is saved unminimized first)")
+    parser.add_argument("--ray", metavar="ADDRESS", default=None,
+                        help="run the lanes as actors of the Ray cluster at ADDRESS (HOST:PORT, or 'auto' for the "
+                             "one this machine belongs to); --workers then defaults to as many as the cluster holds. "
+                             "Needs pip install -e '.[ray]'")
+    parser.add_argument("--ray-neuron-cores", type=positive_number, default=1.0,
+                        help="NeuronCores each Ray lane requests when a neuron/* executor is selected (default 1)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -69,15 +77,23 @@ def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: flo
     """A CampaignConfig from parsed options (UsageError on bad values)."""
     writable_dir(str(out), "--out")
     executors = select_executors(args.executors)
-    workers = args.workers if args.workers is not None else default_workers()
-    if workers < 1:
+    ray = getattr(args, "ray", None)
+    if ray is not None:
+        if not ray.strip():
+            raise UsageError("--ray needs a cluster address (HOST:PORT, or 'auto')")
+        if ray_missing():
+            raise UsageError(RAY_HINT)
+    workers = args.workers if args.workers is not None else (0 if ray is not None else default_workers())
+    if workers < 1 and ray is None:
         raise UsageError("--workers must be at least 1")
     if time_s is not None and time_s <= 0:
         raise UsageError("--time must be positive")
     return CampaignConfig(out=out, executors=executors, seed=seed, time_s=time_s,
                           max_tests=max_tests, workers=workers, seeds_dir=seeds_dir,
                           minimize=not args.no_minimize, minimize_budget_s=args.minimize_budget,
-                          timeout_s=args.timeout, command=command_line(sys.argv[1:]))
+                          timeout_s=args.timeout, command=command_line(sys.argv[1:]),
+                          ray=ray.strip() if ray is not None else None,
+                          ray_neuron_cores=getattr(args, "ray_neuron_cores", 1.0))
 
 
 def check_seeds(seeds_dir: Path | None) -> None:
@@ -111,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         campaign = Campaign(cfg)
     except (UsageError, CampaignError) as exc:
         return fail(str(exc))
-    print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {cfg.workers} lane(s); seed {cfg.seed}"
+    print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {campaign.lanes.describe()}; seed {cfg.seed}"
           + (f"; resuming at case {campaign.state.next_index}" if campaign.state.invocations > 1 else ""),
           file=sys.stderr)
     stop_on_signals(campaign)
