@@ -412,8 +412,9 @@ def test_tvm_layer_norm_bug_minimizes_to_the_layer_norm_alone() -> None:
     assert result.confirmed and result.finding.signature == result.target.signature
     assert [n.op for n in result.case.graph.nodes] == ["layer_norm"]
     assert len(input_names(result.case)) == 3  # x (or the value that fed the layer_norm), gamma, beta
-    assert result.case.graph.input("x").shape[-1] == 4096  # the long reduction axis is what matters
-    assert seconds < 120, result.lines()
+    (ln,) = result.case.graph.nodes  # fp16 accumulation shows on any row once the values make it round
+    assert result.case.graph.input(ln.inputs[0]).dtype == "float16", result.lines()
+    print(f"minimized in {seconds:.0f} s")  # make bench measures minimization time; no timing assertion here
     check_script_reads_like_the_seed(result.case, load_case(SEEDS / "tvm-decompose-layernorm-fp16.json"), "tvm/decompose")
 
 

@@ -286,7 +286,20 @@ def build(model: str, scenarios: list[Scenario], sources: dict[str, Source], not
             else:
                 coverage.append(f"{f.executor}: {f.message}")
         notes += sc.result.notes
-    return Verdict(model, cells, hazards, bugs, coverage, notes)
+    return Verdict(model, cells, without_follow_ons(hazards), bugs, coverage, notes)
+
+
+def without_follow_ons(hazards: list[Hazard]) -> list[Hazard]:
+    """Drop input casts caused by another input cast's op (its float32 result meets bf16 parameters next).
+
+    Casting the model input fixes the first break and, with it, every break downstream of it: listing those
+    too would ask the caller to cast values that are not theirs.
+    """
+    casts = [h for h in hazards if h.caller_cast]
+    direct = [h for h in casts if all(p.startswith("input `") for p in h.promoted_by)]
+    if not direct:
+        return hazards
+    return [h for h in hazards if not h.caller_cast or h in direct]
 
 
 # ---------------------------------------------------------------- text
