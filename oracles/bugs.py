@@ -8,12 +8,15 @@ cause and drops what does not:
     kind | backend | op | class | dtype class | variant
 
 - backend: the family (torch_xla, tvm, torch, neuron; `model` for model hazards), not the policy;
-- op: the op the finding is localized on (after minimization: the essential op);
+- op: the op the finding is localized on (after minimization: the essential op); for a backend's bug, the op
+  family where a backend lowers the family to one primitive (conv1d/2d/3d: one convolution; matmul/bmm: one
+  dot), so one lowering's bug is one record;
 - class: what went wrong, coarsened: `accuracy` merges out-of-bound errors, non-finite values and
   computing in a narrower format; `underflow`; the status error class; `dtype`; `downcast`; `hazard`;
 - dtype class: the narrowest floating-point dtype the op computes in (`float32`; float16 and bfloat16
   are one class for accuracy, where one accumulation cause shows in both), or the pair that met at a
-  mixed-dtype op (`float16+bfloat16`);
+  mixed-dtype op for a model hazard (`float16+bfloat16`); `mixed` for a silent downcast (a backend that does
+  not check its operands' dtypes does so for every pair);
 - variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), or `pass:<Name>` for
   a pass sequence's finding that names the pass whose removal makes it disappear; `*` when the default
   pipeline shows it too; `*` elsewhere.
@@ -26,10 +29,12 @@ import re
 from typing import Any, Iterable
 
 from fuzzer.dtypes import FLOAT_FORMATS, LOW_PRECISION
+from fuzzer.ops import OPS
 
 from .findings import Finding
 
 DTYPE = re.compile(r"bfloat16|float16|float32|float64")
+ONE_PRIMITIVE = ("conv", "matmul")  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 BASE_VARIANT = {"tvm": "default"}  # the executor variant whose verdict tells a pass's bug from the op's own
 
 
@@ -44,7 +49,9 @@ def error_family(finding: Finding) -> str:
 def dtype_class(finding: Finding) -> str:
     """The narrowest float dtype at fault, or the sorted pair that met at a mixed-dtype op."""
     names = DTYPE.findall(" ".join(finding.dtypes))
-    if finding.oracle in ("silent-downcast", "model-hazard"):
+    if finding.oracle == "silent-downcast":
+        return "mixed"
+    if finding.oracle == "model-hazard":
         return "+".join(sorted(set(names[:2]))) or "-"
     floats = [d for d in names if d in FLOAT_FORMATS]
     if not floats:
@@ -72,10 +79,18 @@ def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
     return "*"
 
 
+def op_part(op: str, kind: str) -> str:
+    """An op as the key names it: its family where the backend lowers the family to one primitive."""
+    spec = OPS.get(op)
+    if kind != "model-hazard" and spec is not None and spec.family in ONE_PRIMITIVE:
+        return spec.family
+    return op
+
+
 def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.backend
-    ops = "+".join(finding.ops) or "-"
+    ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
     return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
                      variant_of(finding, pipeline_specific)])
 

@@ -383,3 +383,21 @@ def test_regression_a_one_pass_variance_that_cancels_the_values_away_is_still_a_
     kernel = ((v - mu) / np.sqrt(np.maximum(sq - mu * mu, 0) + np.float32(1e-5))).reshape(exact.shape)
     assert np.sqrt(np.mean((kernel - exact) ** 2)) > 0.05  # the values are gone
     assert error_stats(kernel.astype(np.float64), exact, ideal_values(g, inputs)["y"], "float32").ratio > 10.0
+
+
+def test_regression_one_lowering_one_bug_record() -> None:
+    """Triage (campaign seed 82): torch_xla's unchecked operand dtypes at conv showed as 4 bugs (conv1d x 3 dtype
+    pairs, conv2d); one convolution lowering, one record. Model hazards stay per op and dtype pair."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    def down(op: str, pair: list[str], executor: str = "xla/native") -> Finding:
+        return Finding("silent-downcast", executor, [op], pair + [pair[0]], "downcast", "m")
+
+    keys = {bug_key(down("conv1d", ["float16", "bfloat16"])), bug_key(down("conv1d", ["bfloat16", "float32"])),
+            bug_key(down("conv2d", ["float16", "float32"])), bug_key(down("conv3d", ["float16", "bfloat16"]))}
+    assert keys == {"backend-bug|torch_xla|conv|downcast|mixed|*"}
+    assert bug_key(down("linear", ["float16", "float32"])) != bug_key(down("matmul", ["float16", "float32"]))
+    assert bug_key(down("bmm", ["float16", "float32"])) == bug_key(down("matmul", ["bfloat16", "float32"]))
+    hazard = Finding("model-hazard", "torch/eager", ["conv2d"], ["float32", "bfloat16"], "raised", "m", kind="model-hazard")
+    assert bug_key(hazard) == "model-hazard|model|conv2d|hazard|bfloat16+float32|*"
