@@ -14,7 +14,8 @@ cause and drops what does not:
 - class: what went wrong, coarsened: `accuracy` merges out-of-bound errors, non-finite values and
   computing in a narrower format; `underflow`; the status error class; `dtype`; `downcast`; `hazard`;
 - dtype class: the narrowest floating-point dtype the op computes in (`float32`; float16 and bfloat16
-  are one class for accuracy, where one accumulation cause shows in both), or the pair that met at a
+  are one class for accuracy and wrong dtypes, where one cause shows in both; `*` for crashes, hangs and
+  compile errors, whose message names the cause), or the pair that met at a
   mixed-dtype op for a model hazard (`float16+bfloat16`); `mixed` for a silent downcast (a backend that does
   not check its operands' dtypes does so for every pair);
 - variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), or `pass:<Name>` for
@@ -51,13 +52,16 @@ def dtype_class(finding: Finding) -> str:
     names = DTYPE.findall(" ".join(finding.dtypes))
     if finding.oracle == "silent-downcast":
         return "mixed"
+    if finding.kind == "backend-bug" and finding.oracle not in ("error-bound", "effective-precision", "dtype-divergence",
+                                                                "model-hazard"):
+        return "*"  # a crash, hang or compile error: the message names it, the dtypes it met do not split it
     if finding.oracle == "model-hazard":
         return "+".join(sorted(set(names[:2]))) or "-"
     floats = [d for d in names if d in FLOAT_FORMATS]
     if not floats:
         return "-"
     narrowest = min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
-    if error_family(finding) in ("accuracy", "underflow") and narrowest in LOW_PRECISION:
+    if error_family(finding) in ("accuracy", "underflow", "dtype") and narrowest in LOW_PRECISION:
         return "float16/bfloat16"  # one accumulation or intermediate-precision cause shows in both
     return narrowest
 

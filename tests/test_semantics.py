@@ -401,3 +401,20 @@ def test_regression_one_lowering_one_bug_record() -> None:
     assert bug_key(down("bmm", ["float16", "float32"])) == bug_key(down("matmul", ["bfloat16", "float32"]))
     hazard = Finding("model-hazard", "torch/eager", ["conv2d"], ["float32", "bfloat16"], "raised", "m", kind="model-hazard")
     assert bug_key(hazard) == "model-hazard|model|conv2d|hazard|bfloat16+float32|*"
+
+
+def test_regression_one_cause_in_both_16_bit_dtypes_is_one_record() -> None:
+    """Triage (campaign seed 82): TVM's rms_norm over every axis fails to compile in float16 and float32 (two
+    records), its LegalizeOps batch_norm returns float32 for float16 and bfloat16 (two records): one each."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    crash = [Finding("status-divergence", "tvm/default", ["rms_norm"], [d], "compiler-error", "m") for d in
+             ("float16", "float32")]
+    assert len({bug_key(f) for f in crash}) == 1
+    dtype = [Finding("dtype-divergence", "tvm/default", ["batch_norm"], [d, "float32"], "dtype", "m") for d in
+             ("float16", "bfloat16")]
+    assert len({bug_key(f) for f in dtype}) == 1
+    coverage = [Finding("coverage", "tvm/default", ["layer_norm"], [d], "unsupported", "m", kind="unsupported")
+                for d in ("float16", "bfloat16")]
+    assert len({bug_key(f) for f in coverage}) == 2  # what a backend does not support is per dtype
