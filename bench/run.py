@@ -35,10 +35,20 @@ SEEDS = ROOT / "corpus" / "seeds"
 MODEL = ROOT / "corpus" / "models" / "transformer_block.py"
 
 
-def run_slice(out: Path, executors: list[str], seed: int, max_tests: int, env: dict[str, str]) -> dict:
-    """One fresh campaign over the first `max_tests` tests of `seed` with `env` set; its measurements."""
+def run_slice(out: Path, executors: list[str], seed: int, max_tests: int, env: dict[str, str],
+              input_sets: list[tuple[int, int]] | None = None) -> dict:
+    """One fresh campaign over the first `max_tests` tests of `seed` with `env` set; its measurements.
+
+    `input_sets` replaces the generator's (count, weight) table of value variants per graph (cases are made
+    in this process, so the change reaches them): the one-variant mode shows what value variants per compile
+    are worth.
+    """
+    import generators.graphs as gen
+
     saved = {k: os.environ.get(k) for k in env}
+    saved_sets = gen.INPUT_SETS
     os.environ.update(env)
+    gen.INPUT_SETS = input_sets or saved_sets
     try:
         cfg = CampaignConfig(out=out, executors=executors, seed=seed, time_s=None, max_tests=max_tests, workers=1,
                              minimize=False, seeds_dir=None, command="make bench")
@@ -46,6 +56,7 @@ def run_slice(out: Path, executors: list[str], seed: int, max_tests: int, env: d
         summary = Campaign(cfg, Progress(stream=sys.stderr, interval_s=30.0, live=False)).run()
         wall = time.perf_counter() - t0
     finally:
+        gen.INPUT_SETS = saved_sets
         for k, v in saved.items():
             os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     store = CampaignStore(out)
@@ -112,12 +123,16 @@ def main(argv: list[str] | None = None) -> int:
             for mode, env in MODES.items():
                 print(f"bench: mode {mode}", file=sys.stderr)
                 modes[mode] = run_slice(Path(tmp) / mode, executors, args.seed, args.max_tests, env)
+            print("bench: mode one-variant (sharing on, one input set per graph: other cases)", file=sys.stderr)
+            modes["one-variant"] = run_slice(Path(tmp) / "one-variant", executors, args.seed, args.max_tests, {},
+                                             input_sets=[(1, 1)])
         on, off = modes["on"], modes["off"]
         result.update(tests_per_s=on["tests_per_s"], overhead_fraction=on["overhead_fraction"],
                       compiles_per_test=on["compiles_per_test"],
                       speedup_vs_off=round(on["tests_per_s"] / max(off["tests_per_s"], 1e-9), 3),
                       compiles_saved=round(1.0 - on["compiles"] / max(off["compiles"], 1), 3),
                       identical_findings=on["signatures"] == off["signatures"] and on["bugs"] == off["bugs"],
+                      speedup_vs_one_variant=round(on["tests_per_s"] / max(modes["one-variant"]["tests_per_s"], 1e-9), 3),
                       modes={m: {k: v for k, v in r.items() if k not in ("signatures", "bugs")} | {
                           "signatures": len(r["signatures"]), "bugs": len(r["bugs"])} for m, r in modes.items()})
     if "minimize" not in skip:
