@@ -222,3 +222,20 @@ def test_tvm_executors_are_listed_with_descriptions() -> None:
     for name, words in (("tvm/passes", "pass sequence"), ("tvm/mixed-precision", "ToMixedPrecision"),
                         ("tvm/frontend", "torch.export")):
         assert words in lines[name], lines[name]
+
+
+def test_report_lists_tvm_bugs_by_pass() -> None:
+    """Issue 14: the campaign report groups TVM bugs by the pass that causes them."""
+    from fuzzer.campaign.report import bug_sections
+
+    bugs = [{"kind": "backend-bug", "backend": "tvm", "key": "backend-bug|tvm|matmul|accuracy|float16/bfloat16|"
+             "pass:ExpandMatmulOfSum", "title": "[TVM] matmul after ExpandMatmulOfSum"},
+            {"kind": "backend-bug", "backend": "tvm", "key": "backend-bug|tvm|layer_norm|accuracy|float16/bfloat16|"
+             "decompose", "title": "[TVM] layer_norm"},
+            {"kind": "backend-bug", "backend": "tvm", "key": "backend-bug|tvm|mean|accuracy|float16/bfloat16|*",
+             "title": "[TVM] mean"},
+            {"kind": "backend-bug", "backend": "torch_xla", "key": "backend-bug|torch_xla|mean|accuracy|x|*", "title": "x"}]
+    text = "\n".join(bug_sections(bugs))
+    section = text[text.index("## TVM bugs by pass"):]
+    assert "| ExpandMatmulOfSum | 1 |" in section and "| DecomposeOpsForTraining | 1 |" in section
+    assert "| (the default pipeline) | 1 | [TVM] mean |" in section and "torch_xla" not in section

@@ -115,7 +115,31 @@ def bug_sections(bugs: list[dict[str, Any]]) -> list[str]:
                          f"{_fmt(b.get('nodes'))} | {link(b.get('repro'), 'repro.py')} | {link(b.get('report'), 'report.md')} | "
                          f"{_fmt(b.get('first_seen_s'))} | {b.get('count', 0)} |")
         lines.append("")
-    return lines
+    return lines + pass_section(live)
+
+
+def pass_of(bug: dict[str, Any]) -> str:
+    """The Relax pass a TVM bug is pinned on: the `pass:<Name>` variant, a pipeline variant, or the default build."""
+    variant = str(bug.get("key", "")).rsplit("|", 1)[-1]
+    if variant.startswith("pass:"):
+        return variant.removeprefix("pass:")
+    return {"decompose": "DecomposeOpsForTraining", "decompose-inference": "DecomposeOpsForInference"}.get(
+        variant, "(the default pipeline)")
+
+
+def pass_section(live: list[dict[str, Any]]) -> list[str]:
+    """TVM backend bugs grouped by the pass whose removal makes them disappear (empty without TVM bugs)."""
+    tvm = [b for b in live if b.get("kind") == "backend-bug" and b.get("backend") == "tvm"]
+    if not tvm:
+        return []
+    by_pass: dict[str, list[dict[str, Any]]] = {}
+    for b in tvm:
+        by_pass.setdefault(pass_of(b), []).append(b)
+    lines = ["## TVM bugs by pass", "", "| pass | bugs | titles |", "|---|---|---|"]
+    for name in sorted(by_pass, key=lambda n: (n.startswith("("), n)):
+        titles = "; ".join(str(b.get("title") or b.get("key")).replace("|", "/") for b in by_pass[name])
+        lines.append(f"| {name} | {len(by_pass[name])} | {titles} |")
+    return lines + [""]
 
 
 def write_report(root: Path) -> Path:
