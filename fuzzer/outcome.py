@@ -53,6 +53,9 @@ class Outcome:
         return out
 
 
+HARNESS_LIMIT = "precfuzz cannot express this graph for this executor"  # our limitation, never the backend's
+
+
 def first_line(text: str | None, limit: int = 160) -> str:
     """First non-empty line of a message, shortened."""
     for line in (text or "").splitlines():

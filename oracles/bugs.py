@@ -35,7 +35,8 @@ from fuzzer.ops import OPS
 from .findings import Finding
 
 DTYPE = re.compile(r"bfloat16|float16|float32|float64")
-ONE_PRIMITIVE = ("conv", "matmul")  # op families a backend lowers to one primitive (XLA convolution, dot_general)
+ONE_PRIMITIVE = ("conv", "matmul")
+FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 BASE_VARIANT = {"tvm": "default"}  # the executor variant whose verdict tells a pass's bug from the op's own
 
 
@@ -95,6 +96,8 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.backend
     ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
+    if finding.executor in FRONTENDS and error_family(finding) == "dtype":
+        ops = "*"  # from_exported_program returning float32 at linear, conv, add...: one importer rule
     return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
                      variant_of(finding, pipeline_specific)])
 

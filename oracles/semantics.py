@@ -24,7 +24,7 @@ from typing import Mapping
 from fuzzer.analysis import break_trace
 from fuzzer.dtypes import FLOAT_FORMATS, is_float
 from fuzzer.ir import Graph
-from fuzzer.outcome import Outcome, first_line
+from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
 
 from .errors import classify_error
 from .findings import Finding
@@ -179,6 +179,8 @@ def judge(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Outcom
             e = ref[k] if k < len(ref) else ref[0]
             if out.status in ("crash", "timeout"):
                 break  # the crash oracle's
+            if out.status == "unsupported" and (out.message or "").startswith(HARNESS_LIMIT):
+                break  # precfuzz's own limitation: nothing to say about the backend
             if out.status == "unsupported" or (out.status == "error" and classify_error(out) == "unsupported"):
                 found.append(_coverage(graph, s, k, out))
                 break

@@ -418,3 +418,14 @@ def test_regression_one_cause_in_both_16_bit_dtypes_is_one_record() -> None:
     coverage = [Finding("coverage", "tvm/default", ["layer_norm"], [d], "unsupported", "m", kind="unsupported")
                 for d in ("float16", "bfloat16")]
     assert len({bug_key(f) for f in coverage}) == 2  # what a backend does not support is per dtype
+
+
+def test_regression_a_frontends_wrong_dtypes_are_one_record() -> None:
+    """tvm/frontend campaign: from_exported_program keeps out_dtype float32 at every 16-bit contraction and
+    never casts back; that showed as 7 bugs (linear, conv1d/2d/3d, add...). One importer rule, one record."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    keys = {bug_key(Finding("dtype-divergence", "tvm/frontend", [op], ["float16", "float32"], "dtype", "m"), True)
+            for op in ("linear", "conv2d", "add")}
+    assert keys == {"backend-bug|tvm|*|dtype|float16/bfloat16|frontend"}

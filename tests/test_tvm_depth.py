@@ -239,3 +239,16 @@ def test_report_lists_tvm_bugs_by_pass() -> None:
     section = text[text.index("## TVM bugs by pass"):]
     assert "| ExpandMatmulOfSum | 1 |" in section and "| DecomposeOpsForTraining | 1 |" in section
     assert "| (the default pipeline) | 1 | [TVM] mean |" in section and "torch_xla" not in section
+
+
+def test_regression_a_graph_the_frontend_path_cannot_express_is_no_tvm_coverage_gap() -> None:
+    """tvm/frontend exports tensors only: a Python-scalar input is precfuzz's limitation, which was reported as
+    '[TVM] ... is not supported'; now it is skipped and says why."""
+    x = Input("x", (2, 3), "float32")
+    s = Input("s", (), "float32", kind="scalar", init={"dist": "constant", "value": 2.0})
+    case = Case(Graph((x, s), (Node("y", "mul", ("x", "s")),), ("y",)))
+    with ExecutorPool(["torch/eager", "tvm/frontend"], timeout=300.0) as p:
+        result = Checker(p).check(case)
+    (out,) = result.outcomes["tvm/frontend"]
+    assert out.status == "unsupported" and out.message.startswith("precfuzz cannot express")
+    assert [f for f in result.findings if f.executor == "tvm/frontend"] == []

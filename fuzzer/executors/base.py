@@ -20,6 +20,13 @@ class Unsupported(Exception):
     """Raised by an executor for a graph its backend cannot express (a limitation, not a finding)."""
 
 
+class HarnessLimit(Unsupported):
+    """Raised where precfuzz itself cannot express a graph for an executor: skipped, never reported as the backend's."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(f"{oc.HARNESS_LIMIT}: {why}")
+
+
 class Executor(ABC):
     """Runs graphs on one backend configuration; instantiated inside its isolated worker."""
 

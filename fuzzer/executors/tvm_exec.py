@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir import Graph, canonical, graph_to_json
 from ..ops import has_training_mode
-from .base import Executor, Inputs, Unsupported
+from .base import Executor, HarnessLimit, Inputs, Unsupported
 from .tvm_render import bridged, render_runtime
 
 PassEntry = Union[str, tuple[str, dict[str, Any]]]
@@ -120,7 +120,7 @@ class TVMExecutor(Executor):
         try:
             source = render_runtime(graph)
         except Exception as exc:  # noqa: BLE001 - our lowering's gap is a coverage gap, not a TVM bug
-            raise Unsupported(f"precfuzz has no Relax lowering for this graph: {type(exc).__name__}: {exc}") from exc
+            raise HarnessLimit(f"no Relax lowering: {type(exc).__name__}: {exc}") from exc
         exec(compile(source, f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
         vm, info = self.compiled(namespace["apply_passes"](namespace["build_module"](), list(self.passes)))
         self._cache[key] = (namespace, vm, info)

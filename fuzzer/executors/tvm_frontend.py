@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, canonical, graph_to_json, infer
-from .base import Executor, Inputs, Unsupported
+from .base import Executor, HarnessLimit, Inputs, Unsupported
 from .torch_render import TORCH_DTYPE, render_function
 from .tvm_exec import TVMExecutor, is_limitation, is_tvm_error
 
@@ -51,7 +51,7 @@ def render_frontend(graph: Graph) -> str:
     """The torch function, PARAMS (name -> (shape, dtype)) and the export/import/run helpers."""
     typed = infer(graph)
     if any(i.kind == "scalar" for i in graph.inputs):
-        raise Unsupported("tvm/frontend exports tensors only; the graph has a Python-scalar input")
+        raise HarnessLimit("tvm/frontend exports tensors only; the graph has a Python-scalar input")
     params = {i.name: (list(i.shape), typed.values[i.name].dtype) for i in graph.inputs}
     return render_function(graph, "graph") + f"\n\nPARAMS = {params!r}\n" + RUNTIME
 
