@@ -96,8 +96,8 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.backend
     ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
-    if finding.executor in FRONTENDS and error_family(finding) == "dtype":
-        ops = "*"  # from_exported_program returning float32 at linear, conv, add...: one importer rule
+    if finding.executor in FRONTENDS and error_family(finding) not in ("accuracy", "underflow"):
+        ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
     return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
                      variant_of(finding, pipeline_specific)])
 

@@ -429,3 +429,6 @@ def test_regression_a_frontends_wrong_dtypes_are_one_record() -> None:
     keys = {bug_key(Finding("dtype-divergence", "tvm/frontend", [op], ["float16", "float32"], "dtype", "m"), True)
             for op in ("linear", "conv2d", "add")}
     assert keys == {"backend-bug|tvm|*|dtype|float16/bfloat16|frontend"}
+    errors = {bug_key(Finding("status-divergence", "tvm/frontend", ops, ["float16"], "compiler-error", "m"), True)
+              for ops in (["add"], ["conv1d", "tanh"], ["conv3d", "linear", "rms_norm"])}
+    assert errors == {"backend-bug|tvm|*|compiler-error|*|frontend"}  # 'Binary operators must have the same datatype'
