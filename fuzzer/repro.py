@@ -144,6 +144,8 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
     """The short script for a finding on its (minimized) case."""
     if executor.name == "tvm/frontend":
         raise NotImplementedError("tvm/frontend has no short script yet (its repro_full.py runs the export path)")
+    if not isinstance(executor, TVMExecutor) and not hasattr(executor, "repro_env"):  # debug/faults: full only
+        raise NotImplementedError(f"{executor.name} has no short script")
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)
     if isinstance(executor, TVMExecutor):
         return _tvm_script(case, finding, executor, title, set_index, ev)

@@ -76,8 +76,25 @@ def expression(spec: dict[str, Any]) -> str:
     return template.format(**params)
 
 
+def _all_numbers(values: Any) -> bool:
+    """True when every leaf of a nested list is an int or float (bool and str are not numbers here)."""
+    stack = [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, np.ndarray):
+            if v.dtype.kind not in "iuf":
+                return False
+        elif isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            return False
+    return True
+
+
 def inline_values(values: Any) -> np.ndarray:
     """Inline values as a float64 array; ValueSpecError unless they are finite numbers in a regular nested list."""
+    if not _all_numbers(values):
+        raise ValueSpecError("inline values must be numbers (not strings or booleans) in a regular nested list")
     try:
         raw = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,6 +15,8 @@ from op_examples import example
 
 from fuzzer.cli import main
 from fuzzer.ir import case_to_json, save_case
+
+ROOT = Path(__file__).resolve().parent.parent
 
 Mutate = Callable[[dict[str, Any]], Any]
 
@@ -344,3 +348,68 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     proc = subprocess.run(["bash", "-c", f"set -o pipefail; (sleep 1; {sys.executable} -m fuzzer.cli executors) | true"],
                           cwd=root, capture_output=True, text=True, timeout=120)
     assert proc.stderr == "" and proc.returncode == 141
+
+
+# ---- a fresh adversarial pass (204 inputs, 183 handled well): each failure it found, now handled
+
+
+def test_adversarial_inline_values_must_be_numbers(tmp_path: Path) -> None:
+    """Booleans and numeric strings were accepted as inline values while 'abc' was refused."""
+    from fuzzer.values import ValueSpecError, inline_values
+
+    for bad in ([[True, False]], [["1.0", "2.0"]], "3"):
+        with pytest.raises(ValueSpecError):
+            inline_values(bad)
+    assert inline_values([[1, 2.5]]).tolist() == [[1.0, 2.5]]
+
+
+def test_adversarial_timeouts_beyond_a_week_are_bad_input() -> None:
+    """--timeout 1e10 overflowed the OS wait (exit 3, or a run that never stopped)."""
+    from fuzzer.cli import main
+
+    assert main(["check", "corpus/seeds/xla-bf16-schedule-upcast.json", "--executors", "torch/eager",
+                 "--timeout", "1e10"]) == 2
+
+
+def test_adversarial_state_with_nan_elapsed_is_damaged_not_a_crash(tmp_path: Path) -> None:
+    from fuzzer.campaign.store import CampaignStore, StoreError
+
+    (tmp_path / "state.json").write_text('{"seed": 1, "elapsed_s": NaN}')
+    with pytest.raises(StoreError, match="elapsed_s"):
+        CampaignStore(tmp_path).load_state()
+
+
+def test_adversarial_runs_parquet_that_is_a_file_refuses_before_any_case_runs(tmp_path: Path) -> None:
+    from fuzzer.campaign.store import CampaignStore, StoreError
+
+    (tmp_path / "runs.parquet").write_text("hi")
+    with pytest.raises(StoreError, match="not a directory"):
+        CampaignStore(tmp_path)
+
+
+def test_adversarial_smoke_marker_must_be_a_file_smoke_wrote_not_a_symlink(tmp_path: Path) -> None:
+    """A planted symlink named .precfuzz-smoke made smoke empty a user's directory."""
+    from fuzzer.commands.common import UsageError
+    from fuzzer.commands.smoke import MARKER, fresh_out
+
+    made = tmp_path / "made"
+    fresh_out(made)
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "data.txt").write_text("precious")
+    (user / MARKER).symlink_to(made / MARKER)
+    with pytest.raises(UsageError):
+        fresh_out(user)
+    assert (user / "data.txt").read_text() == "precious"
+
+
+def test_adversarial_audit_save_case_never_overwrites_the_model_and_sys_exit_is_bad_input(tmp_path: Path) -> None:
+    model = tmp_path / "m.py"
+    source = "import sys\n\ndef make():\n    sys.exit(0)\n"
+    model.write_text(source)
+    proc = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--save-case", str(model)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and model.read_text() == source and "overwrite" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--out", str(tmp_path / "o")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2 and "sys.exit(0)" in proc.stderr and "Traceback" not in proc.stderr

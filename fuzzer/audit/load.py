@@ -42,6 +42,8 @@ def load_model(path: Path, func: str) -> tuple[Any, tuple[Any, ...]]:
     sys.modules[name] = mod
     try:
         spec.loader.exec_module(mod)
+    except SystemExit as exc:  # the model file must not decide the audit's exit status
+        raise AuditInputError(f"{path}: importing it called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001 - the user's file raised
         raise AuditInputError(f"{path}: importing it raised {type(exc).__name__}: {_first(exc)}") from None
     fn = getattr(mod, func, None)
@@ -49,6 +51,8 @@ def load_model(path: Path, func: str) -> tuple[Any, tuple[Any, ...]]:
         raise AuditInputError(f"{path}: has no function {func!r} (FUNC must return (module, example_args))")
     try:
         made = fn()
+    except SystemExit as exc:
+        raise AuditInputError(f"{path}:{func}() called sys.exit({exc.code!r})") from None
     except Exception as exc:  # noqa: BLE001
         raise AuditInputError(f"{path}:{func}() raised {type(exc).__name__}: {_first(exc)}") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import socket
@@ -119,6 +120,8 @@ def _state_problem(state: Any) -> str | None:
         return "field 'seeds_done' must list file names"
     if state.get("next_index", 0) < 0:
         return "field 'next_index' is negative"
+    if not math.isfinite(state.get("elapsed_s", 0.0)) or state.get("elapsed_s", 0.0) < 0:
+        return "field 'elapsed_s' must be a finite number of seconds >= 0"
     return None
 
 
@@ -229,6 +232,9 @@ class CampaignStore:
         except OSError as exc:
             raise StoreError(f"cannot create {self.root}: {exc.strerror}") from None
         self.runs_dir = self.root / RUNS
+        if self.runs_dir.exists() and not self.runs_dir.is_dir():  # before any case runs: no test row lost
+            raise StoreError(f"{self.runs_dir} is not a directory (it holds the per-test parquet chunks); move it "
+                             "away to go on")
         self.warn = warn
         self._lock = threading.Lock()
         self._dir_lock = DirLock(self.root)

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         names = select_executors(args.executors)
         model = f"{path.stem}" + (f"-{func}" if func != "make" else "")
         out_dir = writable_dir(args.out or str(Path("results") / "audit" / model), "--out")
-        save = writable_file(args.save_case, "--save-case") if args.save_case else None
+        save = writable_file(args.save_case, "--save-case", keep=(str(path),)) if args.save_case else None
         module, example = load_model(path, func)
         log(f"exporting {path}:{func} with torch.export")
         tr = translate(module, example, str(path), model)

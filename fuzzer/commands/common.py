@@ -15,6 +15,7 @@ from ..ir import Case, IRError, load_case
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 MAX_SEED = 2**63 - 1
 MIN_TIMEOUT_S = 1.0  # shorter executor timeouts turn every backend start into a false "timeout" finding
+MAX_TIMEOUT_S = 7 * 86400.0  # a week per executor call; larger values overflow the OS's wait primitives
 MAX_WORKERS = 256
 
 
@@ -56,8 +57,8 @@ def _finite(v: float) -> bool:
 
 positive_seconds = _number(float, "a finite number of seconds > 0", lambda v: _finite(v) and v > 0)
 nonnegative_seconds = _number(float, "a finite number of seconds >= 0", lambda v: _finite(v) and v >= 0)
-timeout_seconds = _number(float, f"a finite number of seconds >= {MIN_TIMEOUT_S:g}",
-                          lambda v: _finite(v) and v >= MIN_TIMEOUT_S)
+timeout_seconds = _number(float, f"a number of seconds in {MIN_TIMEOUT_S:g}..{MAX_TIMEOUT_S:g}",
+                          lambda v: _finite(v) and MIN_TIMEOUT_S <= v <= MAX_TIMEOUT_S)
 positive_number = _number(float, "a finite number > 0", lambda v: _finite(v) and v > 0)
 positive_int = _number(int, "an integer >= 1", lambda v: v >= 1)
 nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     mine = [f for f in result.findings if f.executor == name]
     try:
         if not mine:
-            print(f"{name} shows no finding on this case: writing the full-oracle script", file=sys.stderr)
+            print(f"{name} shows no finding on this case: writing the full-oracle script"
+                  + (f" (no bug report drafted: {report} not written)" if report is not None else ""), file=sys.stderr)
             try:
                 parts = replace(create(name).bind(case_options(result.case)).repro_parts(case.graph),
                                 describe=describe)

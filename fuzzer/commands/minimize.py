@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
     with ExecutorPool(names, timeout=args.timeout) as pool:
         checker = Checker(pool)
         for path, case in cases:
-            print(f"{path}: minimizing ({len(case.graph.nodes)} nodes)", flush=True)
+            print(f"{path}: minimizing ({len(case.graph.nodes)} nodes)", flush=True,
+                  file=sys.stderr if args.json else sys.stdout)  # --json: stdout is JSON only
             try:
                 result = minimize(case, args.signature, checker, budget_s=args.max_seconds,
                                   max_checks=args.max_checks, progress=progress)

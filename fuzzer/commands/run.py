@@ -138,4 +138,7 @@ def run(args: argparse.Namespace) -> int:
                       "elapsed_s": round(summary.elapsed_s, 1), "stopped_by": summary.stopped_by}))
     print(f"bugs: {cfg.out / 'bugs.jsonl'}; findings: {cfg.out / 'findings.jsonl'}; report: precfuzz report {cfg.out}",
           file=sys.stderr)
+    if summary.tests == 0 and summary.stopped_by == "max-tests":
+        print(f"precfuzz run: warning: --max-tests {cfg.max_tests} is fewer than one case's tests (each executor x "
+              "input set is a test): nothing ran", file=sys.stderr)
     return EXIT_OK

@@ -57,7 +57,8 @@ def fresh_out(out: Path) -> None:
     """
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
+    marker = out / MARKER
+    if out.is_dir() and any(out.iterdir()) and not (marker.is_file() and not marker.is_symlink()):
         raise UsageError(f"--out {out} is not empty and was not made by precfuzz smoke (no {MARKER} file); give a new "
                          "or empty directory, or delete this one yourself")
     out.mkdir(parents=True, exist_ok=True)
