@@ -234,11 +234,13 @@ def test_report_lists_tvm_bugs_by_pass() -> None:
              "decompose", "title": "[TVM] layer_norm"},
             {"kind": "backend-bug", "backend": "tvm", "key": "backend-bug|tvm|mean|accuracy|float16/bfloat16|*",
              "title": "[TVM] mean"},
+            {"kind": "backend-bug", "backend": "tvm", "key": "backend-bug|tvm|*|compiler-error|*|frontend", "title": "fe"},
             {"kind": "backend-bug", "backend": "torch_xla", "key": "backend-bug|torch_xla|mean|accuracy|x|*", "title": "x"}]
     text = "\n".join(bug_sections(bugs))
     section = text[text.index("## TVM bugs by pass"):]
     assert "| ExpandMatmulOfSum | 1 |" in section and "| DecomposeOpsForTraining | 1 |" in section
     assert "| (the default pipeline) | 1 | [TVM] mean |" in section and "torch_xla" not in section
+    assert "| from_exported_program (the torch frontend) | 1 | fe |" in section
 
 
 def test_regression_a_graph_the_frontend_path_cannot_express_is_no_tvm_coverage_gap() -> None:

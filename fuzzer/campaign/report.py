@@ -123,7 +123,8 @@ def pass_of(bug: dict[str, Any]) -> str:
     variant = str(bug.get("key", "")).rsplit("|", 1)[-1]
     if variant.startswith("pass:"):
         return variant.removeprefix("pass:")
-    return {"decompose": "DecomposeOpsForTraining", "decompose-inference": "DecomposeOpsForInference"}.get(
+    return {"decompose": "DecomposeOpsForTraining", "decompose-inference": "DecomposeOpsForInference",
+            "frontend": "from_exported_program (the torch frontend)", "mixed-precision": "ToMixedPrecision"}.get(
         variant, "(the default pipeline)")
 
 
