@@ -254,7 +254,9 @@ def case_from_json(obj: Any) -> Case:
     """Parse and validate a case object (a graph with optional input_sets and meta)."""
     if not isinstance(obj, dict):
         raise IRError("graph: expected a JSON object")
-    sets = obj.get("input_sets") or [{}]
+    sets = obj.get("input_sets", [{}])
+    if sets == []:
+        sets = [{}]
     if not isinstance(sets, list) or not all(isinstance(s, dict) for s in sets):
         raise IRError("graph: input_sets must be a list of objects")
     if len(sets) > limits.MAX_INPUT_SETS:
@@ -307,6 +309,8 @@ def read_limited(path: str | Path, limit: int = limits.MAX_FILE_BYTES) -> bytes:
     try:
         if Path(path).is_dir():
             raise IRError(f"{path}: is a directory, not a case file")
+        if Path(path).is_fifo() or Path(path).is_socket():  # opening a FIFO blocks until someone writes to it
+            raise IRError(f"{path}: is a pipe or socket, not a case file")
         with open(path, "rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:

@@ -279,6 +279,8 @@ class CampaignStore:
         path = self.root / name
         if not path.exists():
             return []
+        if not path.is_file():  # a directory, FIFO or device in its place: reading would fail or block
+            raise StoreError(f"{path} is not a regular file; move it away to go on")
         out, damaged = [], []
         for line in path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines():
             if not line.strip():

@@ -102,6 +102,8 @@ def writable_dir(path: str, option: str) -> Path:
 def select_executors(spec: str | None) -> list[str]:
     """Executors under test from a comma list (default: every available one, oracles excluded)."""
     status = availability()
+    if spec is not None and not spec.strip():
+        raise UsageError("no executor named: the executor option is empty")
     if not spec:
         return [n for n, why in status.items() if why is None and n not in ORACLE_EXECUTORS and n not in HIDDEN]
     names = [s.strip() for s in spec.split(",") if s.strip()]

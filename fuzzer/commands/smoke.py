@@ -81,12 +81,15 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot read baseline {args.baseline}: {exc}")
     out = Path(args.out)
     try:
+        inputs = (args.baseline,) if args.baseline else ()
         if args.junit:
-            writable_file(args.junit, "--junit")
+            writable_file(args.junit, "--junit", keep=inputs)
         if args.summary:
-            writable_file(args.summary, "--summary")
+            writable_file(args.summary, "--summary", keep=inputs)
         if args.write_baseline:
-            writable_file(args.write_baseline, "--write-baseline")
+            writable_file(args.write_baseline, "--write-baseline")  # may update the baseline in place: its purpose
+        if args.baseline and Path(args.baseline).resolve().is_relative_to(out.resolve()):
+            raise UsageError(f"--baseline {args.baseline} lies inside --out {out}, which smoke empties first")
         check_seeds(DEFAULT_SEEDS)
         cfg = config_from_args(args, out, args.seed, args.time, args.max_tests, DEFAULT_SEEDS)
         fresh_out(out)  # only after every other option checked out
