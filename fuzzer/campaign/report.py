@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..executors.tvm_exec import PIPELINES
 from .store import CampaignStore
 
 
@@ -123,8 +124,10 @@ def pass_of(bug: dict[str, Any]) -> str:
     variant = str(bug.get("key", "")).rsplit("|", 1)[-1]
     if variant.startswith("pass:"):
         return variant.removeprefix("pass:")
-    return {"decompose": "DecomposeOpsForTraining", "decompose-inference": "DecomposeOpsForInference",
-            "frontend": "from_exported_program (the torch frontend)", "mixed-precision": "ToMixedPrecision"}.get(
+    passes = PIPELINES.get(variant)
+    if passes:  # a fixed pipeline's own passes
+        return ", ".join(p if isinstance(p, str) else p[0] for p in passes)
+    return {"frontend": "from_exported_program (the torch frontend)", "mixed-precision": "ToMixedPrecision"}.get(
         variant, "(the default pipeline)")
 
 

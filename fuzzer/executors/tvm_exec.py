@@ -156,11 +156,7 @@ class TVMExecutor(Executor):
 
     def classify(self, stage: str, exc: BaseException) -> str:
         """Unsupported: our own Unsupported, or a TVM error (at compile) whose message states a limitation."""
-        if isinstance(exc, Unsupported):
-            return "unsupported"
-        if stage == "compile" and is_tvm_error(exc) and is_limitation(str(exc)):
-            return "unsupported"
-        return "error"
+        return classify_limitation(stage, exc, is_tvm_error)
 
     # ---- repro script
     ROUND_TO = '''
@@ -192,6 +188,15 @@ def render_passes(passes: tuple[PassEntry, ...] | list[PassEntry]) -> str:
     """A pass list as Python source (double-quoted names, (name, kwargs) tuples)."""
     items = [json.dumps(p) if isinstance(p, str) else f"({json.dumps(p[0])}, {p[1]!r})" for p in passes]
     return "[" + ", ".join(items) + "]"
+
+
+def classify_limitation(stage: str, exc: BaseException, from_backend: Any) -> str:
+    """'unsupported' for our own Unsupported or a backend error at compile stating a limitation, else 'error'."""
+    if isinstance(exc, Unsupported):
+        return "unsupported"
+    if stage == "compile" and from_backend(exc) and is_limitation(str(exc)):
+        return "unsupported"
+    return "error"
 
 
 def is_tvm_error(exc: BaseException) -> bool:

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, canonical, graph_to_json, infer
-from .base import Executor, HarnessLimit, Inputs, Unsupported
+from .base import Executor, HarnessLimit
 from .torch_render import TORCH_DTYPE, render_function
-from .tvm_exec import TVMExecutor, is_limitation, is_tvm_error
+from .tvm_exec import TVMExecutor, classify_limitation, is_tvm_error
 
 RUNTIME = '''
 TVM_DTYPES = {"bfloat16": ml_dtypes.bfloat16}
@@ -103,20 +103,11 @@ class TVMFrontendExecutor(Executor):
         self._cache[key] = (namespace, vm, info)
         return namespace, vm, info
 
-    def execute(self, prepared: tuple[dict[str, Any], Any, dict[str, Any]], graph: Graph,
-                inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
-        namespace, vm, info = prepared
-        outputs, dtypes = namespace["run_module"](vm, inputs)
-        return outputs, dtypes, dict(info)
+    execute = TVMExecutor.execute  # the same prepared (namespace, vm, info) triple
 
     def classify(self, stage: str, exc: BaseException) -> str:
         """Unsupported: our own, or a TVM/torch.export error at compile whose message states a limitation."""
-        if isinstance(exc, Unsupported):
-            return "unsupported"
-        if stage == "compile" and (is_tvm_error(exc) or "torch" in (type(exc).__module__ or "")) \
-                and is_limitation(str(exc)):
-            return "unsupported"
-        return "error"
+        return classify_limitation(stage, exc, lambda e: is_tvm_error(e) or "torch" in (type(e).__module__ or ""))
 
     def repro_parts(self, graph: Graph) -> Any:
         from ..export import ReproParts
