@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import outcome as oc
 from .executors import Executor, create
-from .ir import Graph, graph_to_json
+from .ir import Graph, Input, Node, graph_to_json
 
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PRECFUZZ_PARENT_PID"  # tells a worker which process to die with
@@ -132,6 +134,7 @@ class WorkerProcess:
     proc: subprocess.Popen | None = field(default=None, init=False)
     calls: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
+    pending: int = field(default=0, init=False)  # replies to `prime` requests not read yet
     _log: Any = field(default=None, init=False)
     _log_path: Path | None = field(default=None, init=False)
 
@@ -151,6 +154,32 @@ class WorkerProcess:
             stderr=self._log, env=env, start_new_session=True,
         )
         self.calls = 0
+        self.pending = 0
+
+    def prime(self, request: dict[str, Any]) -> None:
+        """Start the worker if needed and send it `request` (a warm-up) without waiting for the answer.
+
+        Workers of a pool primed one after the other load their backends side by side; the first `call`
+        reads the pending answer first. A primed worker has run no case: it is as fresh as a new one.
+        """
+        if not self.alive:
+            self.stop()
+            self.start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            write_frame(self.proc.stdin, request)
+            self.pending += 1
+        except (BrokenPipeError, OSError):
+            self.kill()
+
+    def _drain(self, deadline: float) -> None:
+        """Read (and drop) the answers to `prime` requests."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while self.pending:
+            (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
+            _read_exact(fd, size, deadline)
+            self.pending -= 1
 
     @property
     def alive(self) -> bool:
@@ -166,6 +195,8 @@ class WorkerProcess:
         self.calls += 1
         t0 = time.monotonic()
         try:
+            if self.pending:  # a primed worker: its load counts against this call's timeout
+                self._drain(t0 + timeout)
             write_frame(self.proc.stdin, request)
             deadline = t0 + timeout
             fd = self.proc.stdout.fileno()
@@ -200,15 +231,26 @@ class WorkerProcess:
         self.proc = None
         self.restarts += 1
 
+    def ask_exit(self) -> None:
+        """Ask the worker to exit without waiting (`stop` then waits); stopping many workers overlaps their exits."""
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                write_frame(self.proc.stdin, {"op": "exit"})
+                self.proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
+
     def stop(self) -> None:
         """Ask the worker to exit, then make sure it has."""
         if self.proc is not None and self.proc.poll() is None:
             try:
-                write_frame(self.proc.stdin, {"op": "exit"})
+                if not self.proc.stdin.closed:
+                    write_frame(self.proc.stdin, {"op": "exit"})
                 self.proc.wait(timeout=5)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 self.kill()
         self.proc = None
+        self.pending = 0
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -218,6 +260,9 @@ def env_key(env: dict[str, str]) -> str:
     """A short stable hash of a worker's environment (workers of one group differ by it)."""
     text = ",".join(f"{k}={v}" for k, v in sorted(env.items()))
     return hashlib.sha256(text.encode()).hexdigest()[:6]
+
+
+WARM_UP = Graph((Input("x", (2,), "float32"),), (Node("y", "add", ("x", "x")),), ("y",))  # ExecutorPool.prime
 
 
 class ExecutorPool:
@@ -288,8 +333,25 @@ class ExecutorPool:
         """Worker restarts so far (crashes, hangs, recycling)."""
         return sum(w.restarts for w in self.workers.values())
 
+    def prime(self, names: list[str] | None = None) -> None:
+        """Have the workers of `names` (default: the pool's) load their backends now, side by side.
+
+        Each worker gets one run of a two-element add (imports, device client, first compile) that nobody
+        waits for; the worker's next call reads its answer first (WorkerProcess.prime).
+        """
+        primed: set[str] = set()
+        for name in names if names is not None else self.names:
+            ex = self.ensure(name)
+            key = self._key.get(name)
+            if ex.isolated and key is not None and key not in primed:
+                primed.add(key)
+                self.workers[key].prime({"op": "run", "executor": name, "graph": graph_to_json(WARM_UP),
+                                         "inputs": [{"x": np.ones(2)}]})
+
     def close(self) -> None:
-        """Stop every worker."""
+        """Stop every worker (all are asked first, so their exits overlap)."""
+        for w in self.workers.values():
+            w.ask_exit()
         for w in self.workers.values():
             w.stop()
 

@@ -418,6 +418,66 @@ def test_tvm_layer_norm_bug_minimizes_to_the_layer_norm_alone() -> None:
     check_script_reads_like_the_seed(result.case, load_case(SEEDS / "tvm-decompose-layernorm-fp16.json"), "tvm/decompose")
 
 
+def layer_norm_plus_an_unrelated_branch() -> Case:
+    """out = tanh(layer_norm(x)) + exp(z): the bug op's only user also reads a branch that has nothing to do with it."""
+    seed = load_case(SEEDS / "tvm-decompose-layernorm-fp16.json")
+    z = Input("z", (4096,), "float16", init={"dist": "uniform", "low": -1.0, "high": 1.0, "seed": 11})
+    nodes = (Node("y", "layer_norm", ("x", "gamma", "beta"), {"normalized_shape": [4096], "eps": 1e-05}),
+             Node("f", "tanh", ("y",)), Node("g", "exp", ("z",)), Node("out", "add", ("f", "g")))
+    return Case(Graph(seed.graph.inputs + (z,), nodes, ("out",)))
+
+
+@pytest.mark.slow
+def test_unrelated_branch_shrinks_to_the_bug_op_alone() -> None:
+    with ExecutorPool(["tvm/decompose"], timeout=300.0) as pool:
+        result = minimize(layer_norm_plus_an_unrelated_branch(), None, pool)
+    assert result.target.signature == "error-bound|tvm/decompose|layer_norm|float16,float16,float16->float16|bound"
+    assert result.confirmed and result.finding.signature == result.target.signature, result.lines()
+    assert [n.op for n in result.case.graph.nodes] == ["layer_norm"], result.lines()
+    assert "z" not in input_names(result.case)
+    assert result.steps[0].pass_name == "isolate", result.lines()  # the blamed node alone, in one step
+    assert result.checks <= 8, result.lines()
+
+
+@pytest.mark.slow
+def test_tvm_seed_minimizes_to_one_node_in_few_checks() -> None:
+    seed = load_case(SEEDS / "tvm-decompose-layernorm-fp16.json")
+    with ExecutorPool(["tvm/decompose"], timeout=300.0) as pool:
+        result = minimize(seed, None, pool)
+    assert result.confirmed and result.finding.signature == result.target.signature, result.lines()
+    assert [n.op for n in result.case.graph.nodes] == ["layer_norm"]
+    assert result.checks <= 8, result.lines()  # checks, not seconds: each one is a backend compile
+
+
+def test_error_bound_target_refutes_a_candidate_without_its_node_statically() -> None:
+    seed = load_case(SEEDS / "tvm-decompose-layernorm-fp16.json")
+    target = Target.parse("error-bound|tvm/decompose|layer_norm|float16,float16,float16->float16|bound", seed.graph)
+    assert target.node_shown(seed.graph) and not target.needs_eager
+    no_bias = replace(seed.graph, nodes=(replace(seed.graph.nodes[0], inputs=("x", "gamma")),))
+    assert not target.node_shown(no_bias)  # layer_norm with two operands cannot be named float16,float16,float16
+    hazard = Target.parse("model-hazard|torch/eager|conv3d|float32,bfloat16|raised")
+    assert hazard.needs_eager and hazard.node_shown(no_bias)
+
+
+def test_search_does_not_retry_a_refuted_edit_after_value_only_steps() -> None:
+    case = start_case()
+    asked: list[str] = []
+
+    def interesting(c: Case) -> bool:
+        asked.append(c.id)
+        return len(c.graph.nodes) == len(case.graph.nodes)  # only value and attribute edits succeed
+
+    search = Search(case, interesting).run()
+    assert len(asked) == len(set(asked)) or search.steps  # terminates
+    structural = [s for s in search.steps if s.pass_name in ("truncate", "bypass_nodes", "fewer_outputs")]
+    assert not structural
+    again = Search(search.current, interesting)
+    again.refuted = set(search.refuted)
+    n = len(asked)
+    again.run()
+    assert not again.steps and len(asked) == n  # nothing refuted before is asked again
+
+
 @pytest.mark.slow
 def test_bf16_schedule_upcast_minimizes_to_the_noise_arithmetic_and_the_conv() -> None:
     case = schedule_upcast_in_a_larger_graph()

@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     command = "precfuzz minimize " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz minimize"
     progress = None if args.quiet or args.json else (lambda line: print(line, flush=True))
     with ExecutorPool(names, timeout=args.timeout) as pool:
+        pool.prime()  # the first check runs them all: their workers load side by side
         checker = Checker(pool)
         for path, case in cases:
             print(f"{path}: minimizing ({len(case.graph.nodes)} nodes)", flush=True,

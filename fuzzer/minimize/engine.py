@@ -44,8 +44,8 @@ from typing import Any, Callable, Sequence
 
 from oracles.findings import Finding
 
-from ..check import Checker, pin_passes
-from ..ir import Case, infer
+from ..check import SEMANTIC_ORACLE, Checker, pin_passes
+from ..ir import Case, canonical, infer
 from ..isolation import ExecutorPool
 from .candidates import Pass
 from .graph_passes import isolate
@@ -84,6 +84,8 @@ class MinimizeResult:
     checks: int = 0  # checks that ran executors
     cache_hits: int = 0
     seconds: float = 0.0  # search and re-check
+    check_s: float = 0.0  # seconds inside the search's checks
+    static_refutes: int = 0  # candidates refuted without a check (Predicate.admits)
     exhausted: bool = False  # the budget ran out before a fixpoint
     note: str = ""
 
@@ -101,6 +103,7 @@ class MinimizeResult:
             signature=self.target.signature, final_signature=self.finding.signature if self.finding else None,
             confirmed=self.confirmed, ops_removed=sorted(removed.elements()), accepted=self.accepted,
             tried=self.tried, checks=self.checks, cache_hits=self.cache_hits, seconds=round(self.seconds, 2),
+            check_s=round(self.check_s, 2), static_refutes=self.static_refutes,
             exhausted=self.exhausted, passes=dict(Counter(s.pass_name for s in self.steps)),
             steps=[f"{s.pass_name}: {s.label}" for s in self.steps], case_id=self.case.id,
         )
@@ -143,6 +146,7 @@ class Search:
     steps: list[Step] = field(default_factory=list)
     tried: int = 0
     exhausted: bool = False
+    refuted: set = field(default_factory=set)  # (pass, label, structure) of refuted candidates
 
     def out_of_budget(self) -> bool:
         """True (for good) once the budget is spent."""
@@ -156,10 +160,15 @@ class Search:
             for index, cand in enumerate(shrink(self.current)):
                 if index < start:
                     continue
+                memo = (shrink.__name__, cand.label, structure(self.current))
+                if memo in self.refuted:
+                    continue  # refuted before on a case that differed only in values or attributes
                 if self.out_of_budget():
                     return accepted
                 self.tried += 1
-                if self.interesting(cand.case):
+                if not self.interesting(cand.case):
+                    self.refuted.add(memo)
+                else:
                     self.current = cand.case
                     step = Step(shrink.__name__, cand.label, size(cand.case), cand.case)
                     self.steps.append(step)
@@ -185,15 +194,35 @@ class Search:
         return self
 
 
+def structure(case: Case) -> str:
+    """The case without its values and attributes: inputs (names, shapes, dtypes), wiring, outputs, passes."""
+    g = case.graph
+    return canonical([[(i.name, i.shape, i.dtype, i.role, i.kind) for i in g.inputs],
+                      [(n.id, n.op, n.inputs) for n in g.nodes], g.outputs, case.tvm_passes])
+
+
 def _pool_of(checker: Checker | ExecutorPool) -> tuple[Checker, ExecutorPool]:
     if isinstance(checker, ExecutorPool):
         return Checker(checker), checker
     return checker, checker.pool
 
 
-def recheck(case: Case, target: Target, pool: ExecutorPool, localize_faults: bool = True) -> Finding | None:
-    """The matching finding of `case` on a fresh pool of worker processes (None if it does not reproduce)."""
-    with ExecutorPool(target.executors, timeout=pool.timeout) as fresh:
+def fresh_pool(target: Target, pool: ExecutorPool) -> ExecutorPool:
+    """A pool of new worker processes for the target's executors (and eager, the checker's semantic oracle),
+    primed: they load their backends now, while the search runs, and have run no case of it."""
+    fresh = ExecutorPool(target.executors, timeout=pool.timeout)
+    fresh.prime(target.executors + [SEMANTIC_ORACLE] * (Checker(fresh).semantic is not None))
+    return fresh
+
+
+def recheck(case: Case, target: Target, pool: ExecutorPool, localize_faults: bool = True,
+            fresh: ExecutorPool | None = None) -> Finding | None:
+    """The matching finding of `case` on a fresh pool of worker processes (None if it does not reproduce).
+
+    The full check (every oracle, eager included, and the culprit pass): what a user's re-check would say.
+    `fresh`: a pool made by fresh_pool that has run nothing yet (closed here); default: a new one.
+    """
+    with fresh or ExecutorPool(target.executors, timeout=pool.timeout) as fresh:
         result = Checker(fresh, localize_faults).check(case, target.executors)
     return next((f for f in result.findings if target.matches(f)), None)
 
@@ -233,11 +262,19 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
     deadline = t0 + budget_s
     spent = lambda: predicate.checks >= max_checks or time.monotonic() >= deadline  # noqa: E731
     if not target.whole_graph and target.ops and passes is PASSES:
-        passes = (isolate(target.ops),) + tuple(passes)  # the op at fault alone first: the biggest cut
-    search = Search(case, lambda c: predicate(c) is not None, spent, progress).run(passes)
+        # the node at fault alone first, fed the values it saw, then the graph cut after it: the biggest cuts
+        passes = (isolate(target.ops, first.node if first.node in {n.id for n in case.graph.nodes} else ""),) + tuple(passes)
+    fresh = fresh_pool(target, pool) if fresh_recheck else None  # loads while the search runs
+    try:
+        search = Search(case, lambda c: predicate(c) is not None, spent, progress).run(passes)
+    except BaseException:
+        if fresh is not None:
+            fresh.close()
+        raise
     result.steps, result.tried, result.exhausted = search.steps, search.tried, search.exhausted
     result.checks, result.cache_hits = predicate.checks, predicate.hits
-    if not fresh_recheck:
+    result.check_s, result.static_refutes = predicate.check_s, predicate.static_refutes
+    if fresh is None:
         result.case, result.finding, result.confirmed = search.current, predicate(search.current), True
         result.case = _annotated(result.case, case, target)
         result.seconds = time.monotonic() - t0
@@ -245,7 +282,7 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
     tries = [search.current] + [s.case for s in reversed(search.steps[:-1])][:FALLBACKS] + [case]
     unique = list({c.id: c for c in tries}.values())  # first occurrence order
     for k, cand in enumerate(unique):
-        finding = recheck(cand, target, pool, checker.localize_faults)
+        finding = recheck(cand, target, pool, checker.localize_faults, fresh if k == 0 else None)
         if finding is not None:
             result.case, result.finding, result.confirmed = cand, finding, True
             if k:

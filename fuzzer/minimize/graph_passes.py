@@ -37,11 +37,18 @@ def fitted_spec(values: np.ndarray, seed: int = 0) -> dict:
     return {"dist": "normal", "mean": float(v.mean()), "std": float(v.std()) or 1.0, "seed": seed}
 
 
-def isolate(ops: tuple[str, ...]) -> "Pass":
-    """A pass: one node of an op in `ops` alone, its operands made inputs (graph inputs keep their values;
-    intermediates get their recorded values when small, else a distribution of their range).
+EXACT_LIMIT = 1 << 16  # largest operand (elements) isolate writes out exactly, as inline values
 
-    The biggest cut there is: a finding localized on that op needs nothing else of the graph.
+
+def isolate(ops: tuple[str, ...], blamed: str = "") -> "Pass":
+    """A pass: one node of an op in `ops` alone, its operands made inputs. The node the finding blamed
+    (`blamed`) comes first, then the others in graph order.
+
+    Per node: first its operands as inputs holding exactly the values the original graph fed it (graph
+    inputs keep their specs; intermediates get their reference values rounded to their dtype, whatever their
+    size up to EXACT_LIMIT), then (for the blamed node) the graph truncated right after it, then operands
+    fitted to a distribution of their range. The biggest cuts there are: a finding localized on that node
+    needs nothing else of the graph, and whatever follows it never does.
     """
     def isolate_node(case: Case) -> Iterator[Candidate]:
         g = case.graph
@@ -50,10 +57,14 @@ def isolate(ops: tuple[str, ...]) -> "Pass":
         typed = infer(g)
         envs: list | None = None
         cands = []
-        for node in g.nodes:
+        order = sorted(g.nodes, key=lambda n: n.id != blamed)  # stable: the blamed node first
+        for node in order:
             if node.op not in ops or typed.values[node.id].kind == "scalar":
                 continue
             for recorded in (True, False):
+                if not recorded and node.id == blamed and g.outputs != (node.id,):
+                    cands.append(Candidate(f"truncate after {node.id} ({node.op})",
+                                           case.with_graph(prune(replace(g, outputs=(node.id,)), g))))
                 inputs, sets, ok = [], [dict() for _ in case.input_sets], True
                 for operand in dict.fromkeys(o for o in node.inputs if isinstance(o, str)):
                     if operand in {i.name for i in g.inputs}:
@@ -69,8 +80,7 @@ def isolate(ops: tuple[str, ...]) -> "Pass":
                     if not all(np.all(np.isfinite(v)) for v in vals):
                         ok = False
                         break
-                    small = elements(info.shape) <= SMALL_TENSOR
-                    if recorded and not small:
+                    if recorded and elements(info.shape) > EXACT_LIMIT:
                         ok = False
                         break
                     spec = (lambda v: simplest_spec(v)) if recorded else fitted_spec
@@ -82,11 +92,12 @@ def isolate(ops: tuple[str, ...]) -> "Pass":
                             sets[k][operand] = spec(v)
                 if ok:
                     graph = Graph(tuple(inputs), (node,), (node.id,))
-                    how = "recorded" if recorded else "fitted"
+                    how = "exact" if recorded else "fitted"
                     cands.append(Candidate(f"isolate {node.id} ({node.op}), {how} operands",
                                            replace(case, graph=graph, input_sets=tuple(sets))))
         yield from offer(case, cands)
 
+    isolate_node.__name__ = "isolate"
     return isolate_node
 
 

@@ -25,8 +25,8 @@ PASSES: tuple[Pass, ...] = (
     drop_optional_operands,
     drop_unused_inputs,
     fewer_input_sets,
+    fewer_dims,  # before smaller_dims: dropping a size-1 dim is nearly free, and the dims then tried are final
     smaller_dims,
-    fewer_dims,
     simpler_dtypes,
     simpler_values,
     default_attrs,

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, replace
 
+from oracles.error_bounds import node_signature
 from oracles.findings import Finding
 
 from ..analysis import promoted_breaks
 from ..check import Checker
 from ..executors import ORACLE_EXECUTORS, REGISTRY
-from ..ir import Case, Graph
+from ..ir import Case, Graph, IRError, case_options, infer
 
 WHOLE_GRAPH_ORACLES = ("crash", "timeout")  # their signatures name every op and input dtype of the graph
+EAGER_FREE_ORACLES = ("error-bound", "effective-precision", "crash", "timeout")  # judged without PyTorch eager
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,20 @@ class Target:
         return not self.promotion or bool(promoted_breaks(graph))
 
     @property
+    def needs_eager(self) -> bool:
+        """True when a check must run PyTorch eager (the semantic oracle) for this target's finding to show."""
+        return self.oracle not in EAGER_FREE_ORACLES
+
+    def node_shown(self, numeric: Graph) -> bool:
+        """For a localized error-bound target: some node of `numeric` (the executor's numeric graph) has the
+        target's op and operand -> result dtypes, which a matching finding must name. Other targets: True."""
+        if self.oracle != "error-bound" or self.whole_graph or "->" not in self.dtypes:
+            return True
+        typed = infer(numeric)
+        return any(n.op in self.ops and (tuple(o), ",".join(d)) == (self.ops, self.dtypes)
+                   for n in numeric.nodes for o, d in [node_signature(numeric, typed, n.id)])
+
+    @property
     def signature(self) -> str:
         """The signature text."""
         return "|".join([self.oracle, self.executor, "+".join(self.ops), self.dtypes, self.error_class])
@@ -97,16 +114,49 @@ class Target:
 
 
 class Predicate:
-    """Does a case still show the target? Checks run only the target's executors; results are cached by case id."""
+    """Does a case still show the target? Checks run only the target's executors; results are cached by case id.
+
+    A check runs PyTorch eager only when the target's oracle needs it (a numeric or crash finding does not),
+    and never the culprit-pass search (not part of the signature; the fresh re-check names the culprit).
+    A localized error-bound target is refuted without running anything when no node of the candidate has
+    its op and dtypes in the executor's numeric graph (`static_refutes` counts those).
+    """
 
     def __init__(self, checker: Checker, target: Target) -> None:
-        self.checker = checker
+        self.full_checker = checker
         self.target = target
         self.cache: dict[str, Finding | None] = {}
         self.checks = 0  # checks that ran executors
         self.hits = 0  # answers from the cache
         self.errors = 0  # checks that raised in-process (counted as not interesting)
         self.check_s = 0.0
+        self.static_refutes = 0
+
+    @property
+    def target(self) -> Target:
+        """The target matched against."""
+        return self._target
+
+    @target.setter
+    def target(self, target: Target) -> None:
+        self._target = target
+        self.checker = self.full_checker
+        if not target.needs_eager and self.full_checker.semantic is not None:
+            self.checker = copy.copy(self.full_checker)
+            self.checker.semantic = None
+
+    def admits(self, case: Case) -> bool:
+        """The static part of the match (Target.admits, and the node the finding must name)."""
+        if not self.target.admits(case.graph):
+            return False
+        ex = self.checker.pool.executors.get(self.target.executor)
+        if ex is None:
+            return True
+        try:
+            numeric = ex.bind(case_options(case)).numeric_graph(case.graph)
+            return self.target.node_shown(numeric)
+        except (IRError, ValueError, KeyError, TypeError):  # the check itself will say
+            return True
 
     def __call__(self, case: Case) -> Finding | None:
         """The matching finding of `case`, or None."""
@@ -114,13 +164,14 @@ class Predicate:
         if key in self.cache:
             self.hits += 1
             return self.cache[key]
-        if not self.target.admits(case.graph):
+        if not self.admits(case):
+            self.static_refutes += 1
             self.cache[key] = None
             return None
         t0 = time.perf_counter()
         self.checks += 1
         try:
-            findings = self.checker.check(case, self.target.executors).findings
+            findings = self.checker.check(case, self.target.executors, culprits=False).findings
         except Exception:  # noqa: BLE001 - an in-process failure (policy rewrite, reference) refutes the candidate
             self.errors += 1
             findings = []
