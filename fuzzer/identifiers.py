@@ -30,7 +30,7 @@ FIXED = frozenset({
     "INPUT_KINDS", "OUTPUT_DTYPES", "backward_perturbation", "round_to_float32", "to_float32_arithmetic",
     # the short repro scripts (fuzzer/repro.py)
     "T", "ALLOWED", "AS_DECLARED", "AS_FLOAT64", "AS_FLOAT32", "program", "run", "nd", "expected", "actual",
-    "control", "off", "failed", "got", "want", "exc",
+    "control", "off", "failed", "got", "want", "exc", "rng", "exact", "cast", "DECLARED", "FP32",
 })
 _NOT_WORD = re.compile(r"[^A-Za-z0-9_]")
 

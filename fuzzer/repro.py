@@ -1,16 +1,18 @@
 """Short repro scripts: the minimized graph as plain backend code, inputs made in the script, the numbers printed.
 
 What an upstream report carries (the seeds in shared/seeds are examples): 10-40 lines of backend code, a
-comparison with the exact float64 answer (the same PyTorch program in float64 on the CPU; for TVM the same
-Relax module built in float64) next to a control, and exit status 1 while the bug is there, 0 once fixed.
-The script imports numpy and the backend only. Every uncontrolled text (names, messages, paths) enters it
-through repr(), value_identifiers(), or as a comment line (from the third line on) with its special
-characters escaped. The full-oracle script
-(fuzzer.export: pasted reference, four ideal implementations and the bound) stays beside it as repro_full.py.
+comparison with the exact float64 answer (the same PyTorch program in float64 on the CPU, its casts keeping
+float64; for TVM the graph in float64 numpy, or the module built in float64) next to a control, and exit status 1 while the bug is there, 0 once
+fixed. The script imports numpy and the backend only, holds one line per node of each program it runs, and no
+helper that is not called: a 1-node case is about 25-40 lines, a 5-node one stays under 60. Every uncontrolled
+text (names, messages, paths) enters it through repr(), value_identifiers(), or as a comment (from the third
+line on) with its special characters escaped. The full-oracle script (fuzzer.export: pasted reference, four
+ideal implementations and the bound) stays beside it as repro_full.py.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -23,7 +25,7 @@ from oracles.findings import Finding
 from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
 from .executors.base import Executor
-from .executors.torch_render import TORCH_DTYPE, render_function
+from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
 from .executors.tvm_exec import TVMExecutor, render_passes
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
@@ -103,40 +105,55 @@ def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind:
     if "values" in spec:
         return f"np.broadcast_to(np.array({np.asarray(spec['values'], dtype=np.float64).tolist()!r}), {shape!r})", None
     expr = re.sub(r"\bshape\b", repr(tuple(shape)), expression(spec))
+    expr = re.sub(r"math\.prod\(\(([0-9, ]*)\)\)",  # the element count as a number: no `import math` for it
+                  lambda m: str(math.prod(int(d) for d in m.group(1).split(",") if d.strip())), expr)
     if kind == "tensor" and is_float(dtype) and _exceeds(spec, shape, FLOAT_FORMATS[dtype].max_value):
         top = FLOAT_FORMATS[dtype].max_value
         expr = f"np.clip({expr}, {-top!r}, {top!r})"
     return expr, (int(spec.get("seed", 0)) if "rng" in expr else None)
 
 
-def _input_lines(case: Case, set_index: int, make: Any) -> tuple[list[str], list[str]]:
-    """(lines of make_inputs' body, the names it returns); `make(inp, expr)` renders one input's value."""
+def _input_lines(case: Case, set_index: int, make: Any, listed: bool = False) -> tuple[list[str], list[str]]:
+    """(module-level lines making `inputs`, the inputs' names); `make(inp, expr)` renders one input's value. With
+    `listed`, `inputs` is one list literal where no generator is shared.
+
+    Inputs drawing from the same seed one after another share one generator (the values precfuzz ran); a
+    generator used by one draw only is written inline.
+    """
     overrides = case.input_sets[set_index] if case.input_sets else {}
     ident = value_identifiers(case.graph)
+    exprs = [_values_expr(overrides.get(i.name, i.init), i.shape, i.dtype, i.kind) for i in case.graph.inputs]
     lines, names, seed = [], [], None
-    for inp in case.graph.inputs:
-        expr, need = _values_expr(overrides.get(inp.name, inp.init), inp.shape, inp.dtype, inp.kind)
+    for k, (inp, (expr, need)) in enumerate(zip(case.graph.inputs, exprs)):
         if need is not None and need != seed:
-            lines.append(f"    rng = np.random.default_rng({need})")
-            seed = need
-        lines.append(f"    {ident[inp.name]} = {make(inp, expr)}")
+            later = next((n for _, n in exprs[k + 1:] if n is not None), None)
+            if later != need and len(re.findall(r"\brng\b", expr)) == 1:
+                expr = re.sub(r"\brng\b", f"np.random.default_rng({need})", expr)
+                seed = None
+            else:
+                lines.append(f"rng = np.random.default_rng({need})")
+                seed = need
+        lines.append(f"{ident[inp.name]} = {make(inp, expr)}")
         names.append(ident[inp.name])
-    return lines, names
+    if listed and len(lines) == len(names):  # no shared generator: one list, the names in comments
+        values = [line.split(" = ", 1)[1] for line in lines]
+        return [f"{'inputs = [' if k == 0 else '          '}{v}{']' if k == len(values) - 1 else ','}  # {comment(n)}"
+                for k, (v, n) in enumerate(zip(values, names))], names
+    return lines + [f"inputs = [{', '.join(names)}]"], names
 
 
-def _head(title: str, finding: Finding, executor: Executor, case: Case, set_index: int) -> list[str]:
+def _head(title: str, executor: Executor, case: Case, set_index: int, body: list[str]) -> list[str]:
+    """Shebang, a fixed second line (Python reads a source encoding from the first two lines only: no text from
+    outside there) importing os and sys (and math where `body` uses it) and making a crash exit 2, then the
+    escaped title and versions as comments."""
     desc = executor.describe()
     versions = ", ".join(f"{k} {v}" for k, v in sorted(desc.get("versions", {}).items()))
-    about = [title, finding.message, f"{executor.name} ({versions or 'versions unknown'}); precfuzz {__version__}, "
-             f"case {case.id} input set {set_index}. Exits 1 while the bug is there, 0 once fixed."]
-    # line 2 is fixed text: Python reads a source encoding from the first two lines only
-    overrides = case.input_sets[set_index] if case.input_sets else {}
-    uses_math = any("math." in _values_expr(overrides.get(i.name, i.init), i.shape, i.dtype, i.kind)[0]
-                    for i in case.graph.inputs)
-    return ["#!/usr/bin/env python3", "# precfuzz repro (text from the finding below is escaped)",
-            *[f"# {comment(line)}" for line in about], *(["import math"] if uses_math else []), "import os",
-            "import sys", "",
-            "sys.excepthook = lambda *e: (sys.__excepthook__(*e), os._exit(2))  # a failing script exits 2, not 1"]
+    about = [title, f"{executor.name} ({versions or 'versions unknown'}); precfuzz {__version__}, case {case.id} "
+                    f"input set {set_index}. Exits 1 while the bug is there, 0 once fixed."]
+    math_ = any(re.search(r"\bmath\.", line) for line in body)
+    return ["#!/usr/bin/env python3",
+            f"import {'math, ' if math_ else ''}os, sys; sys.excepthook = lambda *e: (sys.__excepthook__(*e), "
+            "os._exit(2))  # a crash exits 2, not 1", *[f"# {comment(line)}" for line in about]]
 
 
 def render(case: Case, finding: Finding, executor: Executor, title: str, set_index: int = 0,
@@ -152,40 +169,86 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
     return _torch_script(case, finding, executor, title, set_index, ev)
 
 
+def _allowed(ev: Evidence) -> str:
+    """ALLOWED: the bound (one output) or output -> bound."""
+    comment_ = "  # max abs error: 3x an fp32-accumulating implementation's on these inputs + 2 ULP"
+    if len(ev.allowed) == 1:
+        return f"ALLOWED = {next(iter(ev.allowed.values())):.6g}" + comment_
+    return f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}" + comment_
+
+
+def _compare(single: bool, results: list[str], lines: list[str], ok: str) -> list[str]:
+    """The verdict. `lines` judge one output and `ok` says it is within its bound: `@name` is a result in `results`
+    (expected, actual, ...), `@bound` its ALLOWED, `@where` the prefix of the printed index. With one output they
+    run once on the results; else in a loop over the outputs, with the results' initials."""
+    def fill(line: str, names: dict[str, str], bound: str, where: str) -> str:
+        for key, value in names.items():
+            line = line.replace(f"@{key}", value)
+        return line.replace("@bound", bound).replace("@where", where)
+
+    if single:
+        names = {r: r for r in results}
+        check = fill(ok, names, "ALLOWED", "")
+        return [fill(line, names, "ALLOWED", "") for line in lines] + [
+            f'print("OK" if {check} else "BUG REPRODUCED")  # nan is not <=: it fails too',
+            f"sys.exit(0 if {check} else 1)"]
+    short = {r: r[0] for r in results}
+    return (["failed = False", f"for name, {', '.join(short.values())} in zip(ALLOWED, {', '.join(results)}):"]
+            + [f"    {fill(line, short, 'ALLOWED[name]', '{name}')}" for line in lines]
+            + [f"    failed |= not {fill(ok, short, 'ALLOWED[name]', '')}  # nan fails too",
+               'print("BUG REPRODUCED" if failed else "OK")', "sys.exit(1 if failed else 0)"])
+
+
 # ---------------------------------------------------------------- PyTorch, PyTorch/XLA, Neuron
+
+
+def _castable(graph: Graph, name: str) -> str | None:
+    """`def <name>(..., cast=lambda d: d):` with every float cast written `.to(cast(torch.<dtype>))`, so that
+    `cast=lambda d: torch.float64` runs the exact answer's program with the same text (None if a cast renders
+    otherwise)."""
+    typed = infer(graph)
+    names = value_identifiers(graph)
+    scalars = {k for k, v in typed.values.items() if v.kind == "scalar"}
+    lines = render_function(graph, name).splitlines()
+    for i, node in enumerate(graph.nodes, start=1):
+        if is_cast(node.op) and is_float(str(node.attrs.get("dtype"))):
+            dtype = TORCH_DTYPE[str(node.attrs["dtype"])]
+            expr = node_expr(node, scalars, names)
+            if not expr.endswith(f".to({dtype})") or lines[i] != f"    {names[node.id]} = {expr}":
+                return None
+            lines[i] = f"    {names[node.id]} = {expr[:-len(dtype) - 1]}cast({dtype}))"
+    lines[0] = lines[0][:-2] + ("" if lines[0].endswith("():") else ", ") + \
+        "cast=lambda dtype: dtype):  # the exact answer: cast=lambda dtype: torch.float64"
+    return "\n".join(lines) + "\n"
 
 
 def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: int, ev: Evidence) -> str:
     graph = case.graph
     policy = ex.policy_graph(graph)
     oracle = finding.oracle
-    lines = _head(title, finding, ex, case, set_index)
-    if oracle != "model-hazard" and ex.repro_env():
-        lines += [f"os.environ.setdefault({k!r}, {v!r})" for k, v in ex.repro_env().items()]
-    lines += ["import numpy as np", "import torch", "import torch.nn.functional as F"]
-    on_device = oracle != "model-hazard" and bool(ex.repro_sync())
-    if on_device:
-        lines.append(ex.repro_imports().strip().splitlines()[-1])  # import torch_xla
-    lines += [""]
-    if oracle in ACCURACY:
-        lines += ["# allowed max abs error: 3x an ideal implementation's (fp32 accumulation) on these inputs + 2 ULP",
-                  f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}", ""]
+    hazard = oracle == "model-hazard"
+    on_device = not hazard and bool(ex.repro_sync())
     fn = render_function(graph)
-    lines += fn.rstrip().splitlines() + [""]
     program = render_function(policy, "program")
     distinct = program.replace("def program(", "def graph(", 1) != fn
-    if distinct:
-        lines += ["# the same program with the casts its precision policy makes written out (what eager runs)"]
-        lines += program.rstrip().splitlines() + [""]
     prog = "program" if distinct else "graph"
-    exact = prog
+    defs = [fn] + ([program] if distinct else [])
+    exact = f"{prog}(*doubles)"
     if oracle in ACCURACY:
-        text = render_function(exact_graph(ex.numeric_graph(graph)), "exact")
-        if text.replace("def exact(", f"def {prog}(", 1) != (program if distinct else fn):
-            lines += ["# the exact answer's program: its float casts do not round (float64 throughout)"]
-            lines += text.rstrip().splitlines() + [""]
-            exact = "exact"
-    hazard = oracle == "model-hazard"
+        want = render_function(exact_graph(ex.numeric_graph(graph)), "exact").replace("def exact(", f"def {prog}(", 1)
+        if want != defs[-1]:
+            base = policy if distinct else graph
+            castable = _castable(base, prog) if render_function(exact_graph(base), prog) == want else None
+            if castable:  # one text for the program and the exact answer
+                defs[-1] = castable
+                exact = f"{prog}(*doubles, cast=lambda dtype: torch.float64)"
+            else:
+                defs.append(want.replace(f"def {prog}(", "def exact(", 1))
+                exact = "exact(*doubles)"
+    if distinct:  # the program eager runs: the graph with its policy's casts written out
+        head, _, note = defs[1].partition("\n")[0].partition("  # ")
+        defs[1] = f"{head}  # the casts {comment(ex.name)} makes, written out: what eager runs" + \
+            (f"; {note}" if note else "") + defs[1][defs[1].index("\n"):]
     dtype_of = (lambda inp: policy.input(inp.name).dtype) if hazard else ex.input_dtype
 
     def make(inp: Any, expr: str) -> str:
@@ -193,78 +256,73 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
             return f"{'float' if is_float(inp.dtype) else 'int'}(np.asarray({expr}).reshape(()))"
         return f"torch.tensor({expr}).to({TORCH_DTYPE[dtype_of(inp)]})"
 
-    body, names = _input_lines(case, set_index, make)
-    lines += ["def make_inputs():", *body, f"    return [{', '.join(names)}]", ""]
-    lines.append("inputs = make_inputs()")
+    made, _ = _input_lines(case, set_index, make)
+    code = "".join(defs)
+    env = ex.repro_env() if not hazard else {}
+    lines = (([f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]) + ["import numpy as np", "import torch"]
+             + ["import torch.nn.functional as F"] * ("F." in code) + ["import torch_xla"] * on_device
+             + ([_allowed(ev)] if oracle in ACCURACY else [])
+             + code.splitlines() + made)
     if hazard:
         lines += _hazard_tail(finding, prog)
     else:
-        if on_device:
-            lines.append(ex.repro_setup().strip())
-        lines += _torch_tail(finding, ex, prog, exact, on_device, ev, bool(infer(policy).chain_breaks()))
-    return "\n".join(lines) + "\n"
+        lines += _torch_tail(finding, ex, prog, exact, on_device, ev, bool(infer(policy).chain_breaks()),
+                             len(graph.outputs) == 1)
+    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: bool, ev: Evidence,
-                eager_raises: bool) -> list[str]:
+                eager_raises: bool, single: bool) -> list[str]:
     ctx = ", ".join(["torch.no_grad()"] + ([ex.repro_context()] if ex.repro_context() else []))
-    args = "[t.to(device) if torch.is_tensor(t) else t for t in inputs]" if on_device else "inputs"
-    sync = [f"    {ex.repro_sync()}"] if ex.repro_sync() else []
+    run = [f"with {ctx}:",
+           "    actual = graph(*[t.to(device) if torch.is_tensor(t) else t for t in inputs])" if on_device else
+           "    actual = graph(*inputs)"] + ([f"    {ex.repro_sync()}"] if ex.repro_sync() else [])
+    device = [ex.repro_setup().strip()] if on_device else []
     name = ex.name
     oracle = finding.oracle
     if oracle in ACCURACY:
-        lines = ["with torch.no_grad():",
-                 f"    expected = {exact}(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t "
-                 f"for t in inputs])  # exact: float64 on the CPU"]
         cpu = ex.group != "torch" and not eager_raises  # else the CPU is what is judged, or it refuses the program
         control = "PyTorch eager on the CPU" if cpu else "float32 on the CPU"
-        if cpu:
-            lines.append(f"    control = {prog}(*inputs)  # {control}, same program and dtypes")
-        else:
-            lines.append(f"    control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "
-                         f"for t in inputs])  # {control}")
-        lines += [f"with {ctx}:", f"    actual = graph(*{args})", *sync,
-                  "failed = False",
-                  "for name, e, c, a in zip(ALLOWED, expected, control, actual):",
-                  "    err = (a.cpu().double() - e).abs().max().item()",
-                  "    ref = (c.to(a.dtype).double() - e).abs().max().item()",
-                  f"    print(f\"{{name}}: {name} {{a.dtype}} max error {{err:.4g}}; {control} {{ref:.4g}}; "
-                  f"allowed {{ALLOWED[name]:.4g}}\")",
-                  "    failed |= not err <= ALLOWED[name]  # nan fails too",
-                  'print("BUG REPRODUCED" if failed else "OK")', "sys.exit(1 if failed else 0)"]
-        return lines
+        one = "[0]" if single else ""
+        run[1] = run[1] + one
+        doubles = "[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in inputs]"
+        return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
+                 f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
+                 f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "
+                 f"for t in inputs]){one}  # {control}"]
+                + device + run + _compare(single, ["expected", "control", "actual"], [
+                    "diff = (@actual.cpu().double() - @expected).abs().flatten()",
+                    "k, ref = int(diff.nan_to_num(float('inf')).argmax()), "
+                    "(@control.to(@actual.dtype).double() - @expected).abs().max().item()",
+                    f"print(f\"@where[{{k}}]: expected {{@expected.flatten()[k].item():.6g}}, got "
+                    f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} ({name}, "
+                    "{@actual.dtype}), \"",
+                    f"      f\"{{ref:.4g}} ({control}); allowed {{@bound:.4g}}\")"], "diff.max().item() <= @bound"))
     if oracle in ("dtype-divergence", "silent-downcast"):
         want = ev.eager_dtypes if oracle == "dtype-divergence" else ev.promoted
-        first = (["with torch.no_grad():", f"    print('PyTorch eager on the CPU:', [str(o.dtype) for o in {prog}(*inputs)])"]
+        first = ([f"print('PyTorch eager on the CPU returns', [str(o.dtype) for o in {prog}(*inputs)])"]
                  if oracle == "dtype-divergence" else
-                 ["try:", "    with torch.no_grad():", f"        {prog}(*inputs)",
-                  "except RuntimeError as exc:",
+                 ["try:", f"    {prog}(*inputs)", "except RuntimeError as exc:",
                   "    print('PyTorch eager on the CPU raises:', str(exc).splitlines()[0])"])
-        return first + [f"with {ctx}:", f"    actual = graph(*{args})", *sync,
-                        "got = [str(o.dtype).replace('torch.', '') for o in actual]",
-                        f"want = {want!r}  # " + ("what PyTorch returns" if oracle == "dtype-divergence"
-                                                  else "a correct promotion"),
-                        f"print('{name} returns', got, 'expected', want)",
-                        "sys.exit(1 if got != want else 0)"]
+        return (device + first + run +
+                ["got = [str(o.dtype).replace('torch.', '') for o in actual]",
+                 f"want = {want!r}  # "
+                 + ("what PyTorch returns" if oracle == "dtype-divergence" else "a correct promotion"),
+                 f"print('{name} returns', got, 'expected', want)", "sys.exit(1 if got != want else 0)"])
     # the backend raises (or crashes) where PyTorch eager runs
     check = [] if oracle == "coverage" else [
-        "with torch.no_grad():",
-        f"    print('PyTorch eager on the CPU runs it:', [str(o.dtype) for o in {prog}(*inputs)])"]
-    return check + ["try:", f"    with {ctx}:", f"        actual = graph(*{args})", *[f"    {s}" for s in sync],
-                    "except Exception as exc:",
-                    f"    print('{name} raises', type(exc).__name__, str(exc).splitlines()[0] if str(exc) else '')",
-                    "    sys.exit(1)",
-                    f"print('{name} runs it:', [str(o.dtype) for o in actual])", "sys.exit(0)"]
+        f"print('PyTorch eager on the CPU runs it:', [str(o.dtype) for o in {prog}(*inputs)])"]
+    return (device + check + ["try:", *[f"    {line}" for line in run], "except Exception as exc:",
+                              f"    print('{name} raises', type(exc).__name__, (str(exc).splitlines() or [''])[0])",
+                              "    sys.exit(1)",
+                              f"print('{name} runs it:', [str(o.dtype) for o in actual])"])
 
 
 def _hazard_tail(finding: Finding, prog: str) -> list[str]:
     fix = finding.details.get("fix") or "cast the activation to the parameters' dtype"
-    return ["try:", "    with torch.no_grad():", f"        outs = {prog}(*inputs)",
-            "except RuntimeError as exc:",
-            "    print('PyTorch raises:', str(exc).splitlines()[0])",
-            f"    print('fix:', {fix!r})",
-            "    sys.exit(1)",
-            "print('runs:', [str(o.dtype) for o in outs])", "sys.exit(0)"]
+    return ["try:", f"    outs = {prog}(*inputs)", "except RuntimeError as exc:",
+            f"    print('PyTorch raises:', str(exc).splitlines()[0], '- fix:', {fix!r})", "    sys.exit(1)",
+            "print('runs:', [str(o.dtype) for o in outs])"]
 
 
 # ---------------------------------------------------------------- TVM Relax
@@ -275,78 +333,86 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     program = ex.program_graph(case.graph)  # what is lowered to Relax (the float32 version for ToMixedPrecision)
     case = case.with_graph(graph)
     typed = infer(graph)
-    lines = _head(title, finding, ex, case, set_index)
-    bf16 = any(v.dtype == "bfloat16" for v in typed.values.values())
-    lines += (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm", "from tvm import relax as R",
-                                                        "", f"PASSES = {render_passes(ex.passes)}  # [] is TVM's default pipeline"]
     oracle = finding.oracle
+    accuracy = oracle in ACCURACY
     training = any(has_training_mode(n.op) and n.attrs.get("training") for n in graph.nodes)
-    exact = render_numpy(graph) if oracle in ACCURACY else None
-    if oracle in ACCURACY:
-        lines += ["# allowed max abs error: 3x an ideal implementation's (fp32 accumulation) on these inputs + 2 ULP",
-                  f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}"]
-        if exact is None:
-            lines.append(f"EXACT_PASSES = {['DecomposeOpsForTraining' if training else 'DecomposeOpsForInference']!r}"
-                         "  # norms as elementary ops, which exist in float64")
-    lines.append('AS_DECLARED = {d: d for d in ["float16", "bfloat16", "float32", "float64", "int32", "int64"]}')
-    if oracle in ACCURACY:
-        lines += ([] if exact else ['AS_FLOAT64 = {**AS_DECLARED, "float16": "float64", "bfloat16": "float64", '
-                                    '"float32": "float64"}'])
-        lines.append('AS_FLOAT32 = {**AS_DECLARED, "float16": "float32", "bfloat16": "float32"}')
-    lines += [""] + render_module(program, "T").rstrip().splitlines() + [""]
+    exact = render_numpy(graph) if accuracy else None
+    module = render_module(program, "T" if accuracy else None)  # dtypes looked up in T where controls rebuild it
+    module = "\n".join(line for line in module.splitlines() if not line.lstrip().startswith('"""'))
+    params = {i.name: infer(program).values[i.name].dtype for i in program.inputs}  # main's parameters
+    declared = sorted(set(re.findall(r"\bT\['(\w+)'\]", module)) | set(params.values()))
+    bf16 = "bfloat16" in declared or any(typed.values[i.name].dtype == "bfloat16" for i in graph.inputs)
+    as_f32 = {d: "float32" if d in ("float16", "bfloat16") else d for d in declared}
+    as_f64 = {d: "float64" if is_float(d) else d for d in declared}
+    passes = render_passes(ex.passes)
+    fallback = ["DecomposeOpsForTraining" if training else "DecomposeOpsForInference"] if accuracy and not exact else []
+    lines = (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm", "from tvm import relax as R"]
+    if ex.passes:
+        lines.append(f"PASSES = {passes}  # applied before tvm.compile; [] is TVM's default pipeline")
+    if accuracy:
+        lines.append(_allowed(ev))
+        lines.append(f"DECLARED, FP32 = {dict(zip(declared, declared))!r}, {as_f32!r}  # dtypes to build in: as "
+                     "declared; float32 internals (a control)")
+    lines += module.splitlines()
     if exact:
-        lines += ["# the exact answer: the same graph in float64 numpy (casts do not round)"]
-        lines += exact.rstrip().splitlines() + [""]
+        body = exact.splitlines()
+        last = re.fullmatch(r"    (\w+) = (.*)", body[-2])
+        if last and body[-1] == f"    return [{last.group(1)}]" and len(body) == 3:  # one node: one line
+            body = [f"{body[0]} return [{last.group(2)}]"]
+        lines += body
 
-    def make(inp: Any, expr: str) -> str:
-        return f"(np.asarray({expr}, dtype=np.float64), {typed.values[inp.name].dtype!r})"
+    def make(inp: Any, expr: str) -> str:  # rounded to the declared dtype, then as main takes it
+        dtype = typed.values[inp.name].dtype
+        return f"np.asarray({expr}, dtype={dtype!r})" + (f".astype({params[inp.name]!r})"
+                                                          if params.get(inp.name, dtype) != dtype else "")
 
-    body, names = _input_lines(case, set_index, make)
+    lines += _input_lines(case, set_index, make, listed=True)[0]
     kwargs = any(not isinstance(p, str) for p in ex.passes)
-    apply = (["    for name, kw in [(p, {}) if isinstance(p, str) else p for p in passes]:",
-              "        mod = getattr(R.transform, name)(**kw)(mod)"] if kwargs else
-             ["    for name in passes:", "        mod = getattr(R.transform, name)()(mod)"])
-    if bf16:
-        lines += ["nd = lambda d: ml_dtypes.bfloat16 if d == 'bfloat16' else d  # noqa: E731 - numpy dtype of a name", ""]
-    cast = "v.astype(nd(d)).astype(nd(T[d]))" if bf16 else "v.astype(d).astype(T[d])"
-    lines += ["def make_inputs():  # (values, declared dtype) of each input", *body,
-              f"    return [{', '.join(names)}]", "",
-              "def run(T, passes):  # build with dtypes T, apply the passes, compile for the CPU, run",
-              "    mod = build_module(T)", *apply,
-              "    with tvm.transform.PassContext(opt_level=3):",
+    takes = bool(ex.passes or fallback)
+    params = ", ".join(["T"] * accuracy + ["passes"] * takes)
+    lines += [f"def run({params}):  # build{' in dtypes T' if accuracy else ''}, "
+              f"{'apply the passes, ' if takes else ''}compile for the CPU, run on the inputs",
+              f"    mod = build_module({'T' if accuracy else ''})"]
+    if takes:
+        lines += (["    for name, kw in [(p, {}) if isinstance(p, str) else p for p in passes]:",
+                   "        mod = getattr(R.transform, name)(**kw)(mod)"] if kwargs else
+                  ["    for name in passes:", "        mod = getattr(R.transform, name)()(mod)"])
+    lines += ["    with tvm.transform.PassContext(opt_level=3):",
               '        vm = R.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())',
-              f"    args = [tvm.runtime.tensor(np.array({cast}, order='C')) for v, d in make_inputs()]",
-              "    return [o.numpy() for o in vm['main'](*args)]", ""]
-    if oracle in ACCURACY:
+              "    return [o.numpy() for o in vm['main'](*[tvm.runtime.tensor("
+              + ("v.astype(T[str(v.dtype)])" if accuracy else "v") + ") for v in inputs])]"]
+    mine = ["PASSES"] if ex.passes else []
+    on = ", ".join(["DECLARED"] * accuracy + ["PASSES"] * bool(ex.passes))
+    if accuracy:
+        single = len(graph.outputs) == 1
+        one = "[0]" if single else ""
         if exact:
-            rounded = "v.astype(nd(d)).astype(np.float64)" if bf16 else "v.astype(d).astype(np.float64)"
-            lines.append(f"expected = exact(*[{rounded} for v, d in make_inputs()])")
+            lines.append(f"expected = exact(*[v.astype(np.float64) for v in inputs]){one}  # the graph in float64 "
+                         "numpy")
         else:
-            lines += ["try:",
-                      "    expected = run(AS_FLOAT64, EXACT_PASSES)  # the exact answer: the same module in float64",
+            lines += ["try:  # the exact answer: the same module in float64, norms as elementary ops",
+                      f"    expected = run({as_f64!r}, {fallback!r}){one}",
                       "except Exception:  # an op without a float64 kernel: float32 then",
-                      "    expected = run(AS_FLOAT32, EXACT_PASSES)"]
-        lines.append("actual, control = run(AS_DECLARED, PASSES), run(AS_FLOAT32, PASSES)  # control: float32 internals")
-        if ex.passes:
-            lines.append("off = run(AS_DECLARED, [])  # without PASSES")
-        lines += ["failed = False", "for i, name in enumerate(ALLOWED):",
-                  "    e = expected[i].astype(np.float64)",
-                  "    diff = np.abs(actual[i].astype(np.float64) - e)",
-                  "    err, ref, k = diff.max(), np.abs(control[i].astype(np.float64) - e).max(), int(np.nanargmax(diff))",
-                  "    print(f\"{name}[{k}]: expected {e.ravel()[k]:.6g}, got {actual[i].ravel()[k]:.6g}\")"]
-        if ex.passes:
-            lines += ["    print(f\"{name}: max error {err:.4g} with PASSES, {np.abs(off[i].astype(np.float64) - e).max():.4g} \"",
-                      "          f\"without; {ref:.4g} with float32 internals; allowed {ALLOWED[name]:.4g}\")"]
-        else:
-            lines += ["    print(f\"{name}: max error {err:.4g}; {ref:.4g} with float32 internals; allowed {ALLOWED[name]:.4g}\")"]
-        lines += ["    failed |= not err <= ALLOWED[name]  # nan fails too",
-                  'print("BUG REPRODUCED" if failed else "OK")', "sys.exit(1 if failed else 0)"]
+                      f"    expected = run(FP32, {fallback!r}){one}"]
+        runs = ["actual", "control"] + ["off"] * bool(mine)
+        calls = ([f"run({on}){one}", f"run(FP32{', PASSES' if mine else ''}){one}"]
+                 + [f"run(DECLARED, []){one}"] * bool(mine))
+        lines.append(f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
+                     + ("; off: without PASSES" if mine else ""))
+        lines += _compare(single, ["expected"] + runs, [
+            "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
+            "k = int(np.nan_to_num(diff, nan=np.inf).argmax())",
+            "print(f\"@where[{k}]: expected {@expected.ravel()[k]:.6g}, got {@actual.ravel()[k]:.6g}; max error "
+            "{diff.max():.4g}" + (" with PASSES, {np.abs(@off.astype(np.float64) - @expected).max():.4g} without"
+                                   if mine else "") + ", \"",
+            "      f\"{np.abs(@control.astype(np.float64) - @expected).max():.4g} with float32 internals; "
+            "allowed {@bound:.4g}\")"], "diff.max() <= @bound")
     elif oracle == "dtype-divergence":
-        lines += ["got = [str(a.dtype) for a in run(AS_DECLARED, PASSES)]",
+        lines += [f"got = [str(a.dtype) for a in run({on})]",
                   f"want = {ev.eager_dtypes!r}  # what PyTorch returns for this program",
                   "print('TVM returns', got, 'expected', want)", "sys.exit(1 if got != want else 0)"]
     else:
-        lines += ["try:", "    actual = run(AS_DECLARED, PASSES)", "except Exception as exc:",
+        lines += ["try:", f"    run({on})", "except Exception as exc:",
                   "    print('TVM raises', type(exc).__name__, (str(exc).strip().splitlines() or [''])[-1])",
-                  "    sys.exit(1)", "print('TVM runs it')", "sys.exit(0)"]
-    return "\n".join(lines) + "\n"
+                  "    sys.exit(1)", "print('TVM runs it')"]
+    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"

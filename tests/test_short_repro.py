@@ -1,0 +1,143 @@
+"""Short repro scripts (issue 10): a handful of lines of plain backend code that run alone with `python -I`,
+exit 1 while the bug shows and 0 once fixed; hostile value names and titles stay in literals and comments."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fuzzer.executors import create
+from fuzzer.ir import Case, Graph, Input, Node, load_case
+from fuzzer.repro import render
+from oracles.findings import Finding
+
+ROOT = Path(__file__).resolve().parent.parent
+TVM_SEED = ROOT / "corpus" / "seeds" / "tvm-decompose-layernorm-fp16.json"
+
+
+def finding(oracle: str, executor: str, ops: list[str], **details) -> Finding:
+    return Finding(oracle, executor, ops, [], "bound", "a message that the short script does not need", details=details)
+
+
+def script_for(case: Case, f: Finding, tmp_path: Path, title: str = "[test] a title") -> tuple[Path, str]:
+    text = render(case, f, create(f.executor).bind({}), title)
+    ast.parse(text)
+    path = tmp_path / "repro.py"
+    path.write_text(text)
+    return path, text
+
+
+def run_alone(path: Path) -> subprocess.CompletedProcess:
+    """As a user runs it: `python -I` in the script's folder, with a bare environment (no PYTHONPATH)."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    return subprocess.run([sys.executable, "-I", path.name], cwd=path.parent, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def standalone(text: str) -> None:
+    imported = {line.split()[1].split(".")[0] for line in text.splitlines() if line.startswith(("import ", "from "))}
+    assert imported <= {"os,", "math,", "numpy", "ml_dtypes", "tvm", "torch", "torch_xla"}, imported
+    assert "fuzzer" not in text and "oracles" not in text and "precfuzz export" not in text
+
+
+def xla_var_case() -> Case:
+    """triage6's bf5f745d8f minimized: 5 nodes, bfloat16 var under xla/autocast (its short script had 79 lines)."""
+    x = Input("x", (7, 15, 42), "float32", role="input", init={"dist": "normal", "std": 3.0, "seed": 2143226667})
+    w = Input("w", (18, 15, 5), "float32", role="param",
+              init={"dist": "uniform", "low": -0.11547005383792514, "high": 0.11547005383792514, "seed": 1087839587})
+    gamma = Input("gamma", (18,), "float16", role="param", init={"dist": "constant", "value": 1.0})
+    beta = Input("beta", (18,), "float16", role="param", init={"dist": "constant", "value": 0.0})
+    w1 = Input("w1", (228, 40), "float16", role="param", init={"dist": "alternating", "value": 0.15811388300841897})
+    nodes = (Node("conv1", "conv1d", ("x", "w"), {"padding": [1], "stride": [1]}),
+             Node("astype1", "astype", ("conv1",), {"dtype": "float16"}),
+             Node("group_norm1", "group_norm", ("astype1", "gamma", "beta"), {"eps": 1e-12, "num_groups": 9}),
+             Node("linear1", "linear", ("group_norm1", "w1")),
+             Node("var1", "var", ("linear1",), {"correction": 0, "dims": [2]}))
+    return Case(Graph((x, w, gamma, beta, w1), nodes, ("var1",)))
+
+
+def xla_dtype_case() -> Case:
+    """triage6's ba3e395526: layer_norm of a float16 input with a float32 bias returns float32 on XLA."""
+    x = Input("x", (1,), "float16", role="input", init={"dist": "constant", "value": 1.0})
+    beta = Input("beta", (1,), "float32", role="param", init={"dist": "constant", "value": 0.0})
+    node = Node("layer_norm1", "layer_norm", ("x", None, "beta"), {"normalized_shape": [1]})
+    return Case(Graph((x, beta), (node,), ("layer_norm1",)))
+
+
+def test_tvm_one_node_bound_bug_is_short_and_fails_alone_then_passes_without_the_pass(tmp_path: Path) -> None:
+    path, text = script_for(load_case(TVM_SEED), finding("error-bound", "tvm/decompose", ["layer_norm"]), tmp_path)
+    assert len(text.splitlines()) <= 40, text
+    standalone(text)
+    assert 'PASSES = ["DecomposeOpsForTraining"]' in text
+    proc = run_alone(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "got -1.414" in proc.stdout and "BUG REPRODUCED" in proc.stdout
+    path.write_text(text.replace('PASSES = ["DecomposeOpsForTraining"]', "PASSES = []"))
+    proc = run_alone(path)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_tvm_status_script_has_no_dtype_tables(tmp_path: Path) -> None:
+    case = load_case(TVM_SEED)
+    _, text = script_for(case, finding("status-divergence", "tvm/default", ["layer_norm"]), tmp_path)
+    assert len(text.splitlines()) <= 32, text
+    assert "DECLARED" not in text and "T[" not in text and "R.TensorType([1, 4096], 'float16')" in text
+
+
+@pytest.mark.slow
+def test_xla_one_node_dtype_bug_is_short_and_fails_alone(tmp_path: Path) -> None:
+    path, text = script_for(xla_dtype_case(), finding("dtype-divergence", "xla/native", ["layer_norm"]), tmp_path)
+    assert len(text.splitlines()) <= 30, text
+    standalone(text)
+    proc = run_alone(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "returns ['float32'] expected ['float16']" in proc.stdout
+    assert "PyTorch eager on the CPU returns ['torch.float16']" in proc.stdout
+
+
+@pytest.mark.slow
+def test_xla_five_node_bound_bug_keeps_one_line_per_node_and_fails_alone(tmp_path: Path) -> None:
+    case = xla_var_case()
+    path, text = script_for(case, finding("error-bound", "xla/autocast", ["var"]), tmp_path)
+    assert len(text.splitlines()) <= 60, text
+    standalone(text)
+    assert "def exact(" not in text  # the exact answer reuses the program's text: its casts keep float64
+    for node in case.graph.nodes:  # the backend's graph and the program eager runs, each one line per node
+        assert sum(line.lstrip().startswith(f"{node.id} = ") for line in text.splitlines()) == 2
+    proc = run_alone(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "BUG REPRODUCED" in proc.stdout and "expected" in proc.stdout and "got" in proc.stdout
+
+
+PAYLOAD = '__import__("os").system("touch pwned")'
+
+
+def hostile_case() -> Case:
+    """Names that shadow the script's own (inputs, cast, exact, rng, DECLARED), quote, or inject; two outputs."""
+    names = ["inputs", "cast", "exact", f'o""",{PAYLOAD},"""', "rng", "DECLARED"]
+    a = Input(names[0], (2, 3), "float32", init={"dist": "normal", "seed": 1})
+    b = Input(names[4], (2, 3), "float32", init={"dist": "normal", "seed": 1})
+    w = Input(names[5], (3,), "float32", init={"dist": "uniform", "low": 0.5, "high": 2.0, "seed": 3})
+    nodes = (Node(names[1], "mul", (names[0], names[4])),
+             Node(names[2], "layer_norm", (names[1], names[5]), {"normalized_shape": [3]}),
+             Node(names[3], "add", (names[2], names[1])))
+    return Case(Graph((a, b, w), nodes, (names[3], names[1])))
+
+
+@pytest.mark.parametrize("executor", ["torch/eager", "tvm/default"])
+def test_hostile_names_and_title_stay_out_of_the_code_and_a_clean_case_exits_0(executor: str, tmp_path: Path) -> None:
+    case = hostile_case()
+    f = finding("error-bound", executor, ["add"])
+    _, benign = script_for(case, f, tmp_path, "a plain title")
+    path, hostile = script_for(case, f, tmp_path, f"title\n{PAYLOAD}\r\u2028# -*- coding: utf-7 -*-")
+    assert ast.dump(ast.parse(hostile)) == ast.dump(ast.parse(benign))  # comments differ, code does not
+    assert hostile.splitlines()[:2] == benign.splitlines()[:2]  # no encoding declaration can sneak in
+    assert "for name, " in hostile  # two outputs: one verdict line each
+    proc = run_alone(path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # float32 on the CPU: no bug, and nothing injected
+    assert not (tmp_path / "pwned").exists() and proc.stdout.count("max error") == 2 and "OK" in proc.stdout
