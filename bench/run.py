@@ -1,4 +1,4 @@
-"""`make bench`: the same fixed-seed case list with program sharing off and on, minimization of the seed classes,
+"""`make bench`: the same fixed-seed case list with compile sharing off (every test compiles its own program) and on, minimization of the seed classes,
 and one model audit; writes bench/results.json.
 
 Modes run one after the other in this process, so their ratio is measured on one machine under one load
