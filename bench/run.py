@@ -1,5 +1,5 @@
-"""`make bench`: the same fixed-seed case list with compile sharing off (every test compiles its own program) and on, minimization of the seed classes,
-and one model audit; writes bench/results.json.
+"""`make bench`: the same fixed-seed case list with compile sharing off (every test compiles its own program)
+and on, minimization of the seed classes, and one model audit; writes bench/results.json.
 
 Modes run one after the other in this process, so their ratio is measured on one machine under one load
 (absolute tests/s on these shared machines varies 2x between runs). Per mode: tests/s, backend compilations
