@@ -1,5 +1,5 @@
-"""`make bench`: the same fixed-seed case list with program sharing off and on, minimization of the seed classes,
-and one model audit; writes bench/results.json.
+"""`make bench`: the same fixed-seed case list with compile sharing off (every test compiles its own program)
+and on, minimization of the seed classes, and one model audit; writes bench/results.json.
 
 Modes run one after the other in this process, so their ratio is measured on one machine under one load
 (absolute tests/s on these shared machines varies 2x between runs). Per mode: tests/s, backend compilations
@@ -28,7 +28,9 @@ from fuzzer.commands.common import select_executors
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = {  # mode -> environment of its backend workers
-    "off": {"PRECFUZZ_PROGRAM_CACHE": "0"},  # every executor compiles its own program for every case
+    # every test (executor x input set) compiles its own program: no sharing across executors, no reuse across
+    # the input sets of a case, torch_xla's in-process graph cache off (size 0)
+    "off": {"PRECFUZZ_PROGRAM_CACHE": "0", "PRECFUZZ_BATCH_VARIANTS": "0", "XLA_COMPILATION_CACHE_SIZE": "0"},
     "on": {},  # the defaults: programs shared by structural hash within a worker
 }
 SEEDS = ROOT / "corpus" / "seeds"

@@ -10,6 +10,7 @@ the backend's own operand values.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -302,26 +303,44 @@ class Checker:
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
         outcomes: dict[str, list[Outcome]] = {}
         seconds: dict[str, float] = {}
-        for name in names:
-            t1 = time.perf_counter()
-            outcomes[name] = self.pool.run(name, graph, sets, self._options)
-            seconds[name] = time.perf_counter() - t1
+
+        failed: list[BaseException] = []
+
+        def run_backends() -> None:
+            try:
+                for name in names:
+                    t1 = time.perf_counter()
+                    outcomes[name] = self.pool.run(name, graph, sets, self._options)
+                    seconds[name] = time.perf_counter() - t1
+            except BaseException as exc:  # noqa: BLE001 - raised again in the checking thread
+                failed.append(exc)
+
+        # The backends run one after the other in a thread that mostly waits on its worker processes, while this
+        # thread computes what needs no outcome: the exact answers and the ideals of every numeric graph judged
+        # (the same values, in the same order; only the wall time they add goes away).
+        numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}
+        backends = threading.Thread(target=run_backends, name="precfuzz-backends", daemon=True)
+        backends.start()
+        try:
+            for name in names:
+                ex = self.pool.executors[name].bind(self._options)
+                if ex.judge_numbers:
+                    self._numbers(ex.numeric_graph(graph), sets, numbers)
+        finally:
+            backends.join()
+        if failed:
+            raise failed[0]
         t2 = time.perf_counter()
         subjects = [self.subject(n, graph, outcomes[n]) for n in names]
         keys = {s.name: canonical(graph_to_json(s.policy)) for s in subjects}
         eager = self._eager(graph, subjects, keys, sets, outcomes)
         findings: list[Finding] = []
         judgements: dict[str, list[OutputJudgement]] = {}
-        numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}
         notes: list[str] = []
         for s in subjects:
             if not s.judge_numbers:
                 continue
-            key = canonical(graph_to_json(s.numeric))
-            if key not in numbers:
-                ins = [rounded_inputs(s.numeric, v) for v in sets]
-                numbers[key] = ([evaluate(s.numeric, v, rounded=False) for v in ins], [ideal_values(s.numeric, v) for v in ins])
-            expected, ideal = numbers[key]
+            expected, ideal = self._numbers(s.numeric, sets, numbers)
             judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
                                                max(s.approximate.values(), default=0.0))
             found = bound_findings(s.name, graph, s.typed("numeric"), judgements[s.name])
@@ -341,6 +360,17 @@ class Checker:
                         and f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes)
+
+    @staticmethod
+    def _numbers(numeric: Graph, sets: list[Values],
+                 numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]]
+                 ) -> tuple[list[Values], list[dict[str, list[np.ndarray]]]]:
+        """The exact answers and the ideals of `numeric` on every input set (computed once per numeric graph)."""
+        key = canonical(graph_to_json(numeric))
+        if key not in numbers:
+            ins = [rounded_inputs(numeric, v) for v in sets]
+            numbers[key] = ([evaluate(numeric, v, rounded=False) for v in ins], [ideal_values(numeric, v) for v in ins])
+        return numbers[key]
 
     # ------------------------------------------------------------ pass sequences
 

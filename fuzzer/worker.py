@@ -17,6 +17,21 @@ from .isolation import PARENT_ENV, read_frame, write_frame
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 WATCH_S = 0.5
+# 0: every input set of a case is prepared (compiled) on its own instead of all of them through one program:
+# `make bench`'s off mode, with PRECFUZZ_PROGRAM_CACHE=0 and XLA_COMPILATION_CACHE_SIZE=0 (issue 13).
+BATCH_VARIANTS = os.environ.get("PRECFUZZ_BATCH_VARIANTS", "1") != "0"
+
+
+def run_request(ex: Any, graph: Any, input_sets: list[Any]) -> list[oc.Outcome]:
+    """The executor's outcomes on every input set: one prepare for all, or (batching off) one each, marked alone."""
+    if BATCH_VARIANTS or len(input_sets) < 2:
+        return ex.run_case(graph, input_sets)
+    outcomes = []
+    for inputs in input_sets:
+        (o,) = ex.run_case(graph, [inputs])
+        o.info["alone"] = True  # its compile_s and compile are its own (fuzzer.campaign.runner.compiles)
+        outcomes.append(o)
+    return outcomes
 
 
 def die_with_parent(parent: int) -> None:
@@ -70,7 +85,7 @@ def main() -> None:
         except ValueError as exc:  # IRError, PassSequenceError: a value, like every other failure; the worker stays up
             write_frame(channel_out, [oc.error("compile", type(exc).__name__, str(exc))] * len(request["inputs"]))
             continue
-        write_frame(channel_out, ex.run_case(graph, request["inputs"]))
+        write_frame(channel_out, run_request(ex, graph, request["inputs"]))
 
 
 if __name__ == "__main__":

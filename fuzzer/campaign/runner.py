@@ -88,12 +88,25 @@ class CampaignSummary:
 
 
 def compiles(outcome: Outcome, index: int) -> int:
-    """Backend compilations one outcome cost: XLA counts its own, TVM says whether its program cache missed."""
+    """Backend compilations one outcome cost: XLA counts its own, TVM says whether its program cache missed.
+
+    The input sets of a case share one prepare (its cost is on the first outcome), except where the worker
+    prepared each on its own (info["alone"], PRECFUZZ_BATCH_VARIANTS=0).
+    """
     if "xla_compiles" in outcome.info:
         return int(outcome.info["xla_compiles"])
-    if index == 0 and outcome.info.get("compiled"):
+    first = index == 0 or bool(outcome.info.get("alone"))
+    if first and outcome.info.get("compiled"):
         return 1
-    return 1 if index == 0 and outcome.status in ("error", "unsupported") and outcome.stage == "compile" else 0
+    return 1 if first and outcome.status in ("error", "unsupported") and outcome.stage == "compile" else 0
+
+
+def compile_seconds(outcome: Outcome, index: int) -> float:
+    """Backend compile seconds one outcome cost: the shared prepare's on the first outcome (or on each one
+    prepared alone), plus what XLA compiled during this input set's own run (a value-specialized recompile)."""
+    if index == 0 or outcome.info.get("alone"):
+        return float(outcome.compile_s)
+    return float(outcome.info.get("xla_compile_s", 0.0))
 
 
 def lane_env(lane: int, executors: list[str]) -> dict[str, str]:
@@ -320,8 +333,8 @@ class Campaign:
                     self.state.tests += sum(len(v) for v in result.outcomes.values())
                     self.state.cases += 1
                     for name, secs in result.seconds.items():
-                        self.backend_s[name] += sum(o.compile_s + o.run_s for o in result.outcomes[name][:1]) + \
-                            sum(o.run_s for o in result.outcomes[name][1:])
+                        self.backend_s[name] += sum(compile_seconds(o, k) + o.run_s
+                                                    for k, o in enumerate(result.outcomes[name]))
                         self.tests_by_executor[name] += len(result.outcomes[name])
                     if kind == "seed":
                         self.state.seeds_done.append(item.name)
@@ -390,7 +403,7 @@ class Campaign:
                     "dtype": ",".join(o.dtypes or []), "out_dtype": ",".join(j.dtype for j in mine),
                     "max_ulp": max((j.stats.max_ulp for j in mine), default=float("nan")),
                     "ratio": max((j.stats.ratio for j in mine), default=float("nan")),
-                    "compile_s": o.compile_s if k == 0 else 0.0, "run_s": o.run_s, "compiles": made,
+                    "compile_s": compile_seconds(o, k), "run_s": o.run_s, "compiles": made,
                     "program": program, "shared_with": "" if shared == name else shared,
                 })
         return rows

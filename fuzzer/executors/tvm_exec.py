@@ -112,7 +112,7 @@ class TVMExecutor(Executor):
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
         key = canonical(graph_to_json(graph)) + render_passes(self.passes)
-        if key in self._cache:
+        if PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             self._cache.move_to_end(key)
             namespace, vm, info = self._cache[key]
             return namespace, vm, {**info, "compiled": False}
@@ -123,7 +123,8 @@ class TVMExecutor(Executor):
             raise HarnessLimit(f"no Relax lowering: {type(exc).__name__}: {exc}") from exc
         exec(compile(source, f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
         vm, info = self.compiled(namespace["apply_passes"](namespace["build_module"](), list(self.passes)))
-        self._cache[key] = (namespace, vm, info)
+        if PROGRAM_CACHE_SIZE:
+            self._cache[key] = (namespace, vm, info)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return namespace, vm, info

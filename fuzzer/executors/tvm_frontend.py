@@ -15,6 +15,7 @@ import numpy as np
 from ..ir import Graph, canonical, graph_to_json, infer
 from .base import Executor, HarnessLimit
 from .torch_render import TORCH_DTYPE, render_function
+from . import tvm_exec
 from .tvm_exec import TVMExecutor, classify_limitation, is_tvm_error
 
 RUNTIME = '''
@@ -92,7 +93,7 @@ class TVMFrontendExecutor(Executor):
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
         key = canonical(graph_to_json(graph))
-        if key in self._cache:
+        if tvm_exec.PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             namespace, vm, info = self._cache[key]
             return namespace, vm, {**info, "compiled": False}
         namespace = self.namespace()

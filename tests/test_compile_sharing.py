@@ -1,0 +1,77 @@
+"""Issue 13's off mode: every test (executor x input set) compiles its own program; findings do not change.
+
+`make bench` compares this mode with the default one (programs shared across executors and input sets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.run import MODES
+from fuzzer.campaign.runner import compile_seconds, compiles
+from fuzzer.check import Checker
+from fuzzer.ir import input_values
+from fuzzer.isolation import ExecutorPool
+from generators.graphs import generate_case
+
+pytest.importorskip("tvm")
+pytest.importorskip("torch_xla")
+
+EXECUTORS = ["tvm/default", "xla/native"]
+
+
+def small_case():
+    """The first generated case of seed 1 with several input sets and nothing but tensors (no value-specialized
+    recompiles in torch_xla)."""
+    for index in range(40):
+        case = generate_case(1, index)
+        if len(case.input_sets) >= 3 and all(i.kind == "tensor" and i.shape for i in case.graph.inputs):
+            return case
+    pytest.skip("no small all-tensor case in the first 40")
+
+
+@pytest.fixture(scope="module")
+def case():
+    return small_case()
+
+
+@pytest.fixture(scope="module")
+def results(case):
+    out = {}
+    for mode in ("off", "on"):
+        with ExecutorPool(EXECUTORS + ["torch/eager"], extra_env=MODES[mode]) as pool:
+            out[mode] = Checker(pool).check(case)
+    return out
+
+
+def test_off_mode_compiles_every_test_on_its_own(case, results) -> None:
+    for name in EXECUTORS:
+        outs = results["off"].outcomes[name]
+        assert len(outs) == len(case.input_sets) >= 3
+        assert all(o.ok for o in outs), [o.summary() for o in outs]
+        assert [compiles(o, k) for k, o in enumerate(outs)] == [1] * len(outs), name
+        assert all(compile_seconds(o, k) > 0 for k, o in enumerate(outs)), name
+
+
+def test_on_mode_compiles_once_per_case(results) -> None:
+    for name in EXECUTORS:
+        outs = results["on"].outcomes[name]
+        assert sum(compiles(o, k) for k, o in enumerate(outs)) == 1, name
+        assert all(compile_seconds(o, k) == 0 for k, o in enumerate(outs) if k), name
+
+
+def test_off_and_on_give_the_same_outcomes_and_findings(results) -> None:
+    off, on = results["off"], results["on"]
+    assert sorted(f.signature for f in off.findings) == sorted(f.signature for f in on.findings)
+    for name in EXECUTORS:
+        for a, b in zip(off.outcomes[name], on.outcomes[name]):
+            assert (a.status, a.dtypes) == (b.status, b.dtypes)
+            assert all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a.outputs, b.outputs))
+
+
+def test_input_sets_differ(case) -> None:
+    """The value variants are real tests: no two input sets of the case are the same values."""
+    sets = [input_values(case, k) for k in range(len(case.input_sets))]
+    keys = [tuple(np.asarray(s[i.name]).tobytes() for i in case.graph.inputs) for s in sets]
+    assert len(set(keys)) == len(keys)
