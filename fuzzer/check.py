@@ -30,7 +30,7 @@ from oracles.findings import Finding
 from oracles.precision import device_narrower, narrower_format
 from oracles.subjects import Subject
 
-from .dtypes import FLOAT_FORMATS, LOW_PRECISION, round_to
+from .dtypes import FLOAT_FORMATS, LOW_PRECISION, cast_undefined, is_float, round_to
 from .executors import ORACLE_EXECUTORS, create
 from .interpret import evaluate, ideal_values
 from .ir import (
@@ -108,6 +108,32 @@ def node_graph(graph: Graph, node_id: str) -> Graph:
     return Graph(tuple(inputs), (node,), (node_id,))
 
 
+def int_casts(graph: Graph, typed: Any) -> list[Node]:
+    """The nodes casting a float tensor to an int dtype."""
+    return [n for n in graph.nodes if is_cast(n.op) and not is_float(typed.values[n.id].dtype)
+            and isinstance(n.inputs[0], str) and is_float(typed.values[n.inputs[0]].dtype)]
+
+
+def undefined_casts(graph: Graph, typed: Any, expected: list[Values],
+                    ideal: list[dict[str, list[np.ndarray]]]) -> dict[int, tuple[list[str], set[str]]]:
+    """Per input set: the float->int casts meeting NaN, inf or a value beyond the int type (in the reference or
+    an ideal implementation), and every value computed from them. C and PyTorch leave such a conversion
+    undefined, so whatever int a backend returns there (PyTorch eager's included) is not a wrong answer."""
+    casts = int_casts(graph, typed)
+    out: dict[int, tuple[list[str], set[str]]] = {}
+    for k in range(len(expected)):
+        hit = [n.id for n in casts
+               if any(cast_undefined(a, typed.values[n.id].dtype).any()
+                      for a in [expected[k][n.inputs[0]], *ideal[k].get(n.inputs[0], [])])]
+        if hit:
+            reached = set(hit)
+            for node in graph.nodes:
+                if any(isinstance(o, str) and o in reached for o in node.inputs):
+                    reached.add(node.id)
+            out[k] = (hit, reached)
+    return out
+
+
 @dataclass(frozen=True)
 class NodeVerdict:
     """One node of a probe run judged on the backend's own operands."""
@@ -129,11 +155,15 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
     """
     typed = infer(numeric)
     env: dict[str, Any] = dict(rounded_inputs(numeric, inputs))
+    casts = int_casts(numeric, typed)
     verdicts = []
     for node in numeric.nodes:
         dtype = typed.values[node.id].dtype
         if node.id not in observed or typed.values[node.id].kind == "scalar":
             env[node.id] = _ideal_value(node, typed, env)
+            continue
+        if node in casts and cast_undefined(env[node.inputs[0]], dtype).any():  # no int is wrong there
+            env[node.id] = np.asarray(observed[node.id], dtype=np.float64)
             continue
         sub = node_graph(numeric, node.id)
         sub_inputs = {i.name: env[i.name] for i in sub.inputs}
@@ -343,6 +373,16 @@ class Checker:
             expected, ideal = self._numbers(s.numeric, sets, numbers)
             judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
                                                max(s.approximate.values(), default=0.0))
+            undefined = undefined_casts(s.numeric, s.typed("numeric"), expected, ideal)
+            if undefined:
+                judgements[s.name] = [j for j in judgements[s.name]
+                                      if j.output not in undefined.get(j.input_set, ((), set()))[1]]
+                for k, (hit, reached) in sorted(undefined.items()):
+                    note = (f"input set {k}: {', '.join(hit)} casts NaN, inf or values beyond the int type to an "
+                            f"integer, which C and PyTorch leave undefined; "
+                            f"{', '.join(o for o in graph.outputs if o in reached) or 'no output'} not judged there")
+                    if note not in notes:
+                        notes.append(note)
             found = bound_findings(s.name, graph, s.typed("numeric"), judgements[s.name])
             if found and self.localize_faults:
                 found = [f2 for f in found if (f2 := self._localize(f, s, sets, notes)) is not None]

@@ -56,6 +56,20 @@ def numpy_dtype(dtype: str) -> np.dtype:
     return _NUMPY[check_dtype(dtype)]
 
 
+CAST_EDGE = 2.0**-6  # relative: a backend's own rounding of a cast's operand near an int type's end may cross it
+
+
+def cast_undefined(values: np.ndarray | float, dtype: str) -> np.ndarray:
+    """Where casting float `values` to the int `dtype` is implementation-defined (C, C++ and PyTorch leave it
+    undefined): NaN, infinities and values outside the int type's range, or within CAST_EDGE of its ends."""
+    arr = np.asarray(values, dtype=np.float64)
+    if is_float(dtype):
+        return np.zeros(arr.shape, dtype=bool)
+    info = np.iinfo(numpy_dtype(dtype))
+    with np.errstate(invalid="ignore"):
+        return ~np.isfinite(arr) | (np.abs(arr) >= float(info.max) * (1.0 - CAST_EDGE))
+
+
 def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
     """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints)."""
     arr = np.asarray(values, dtype=np.float64)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import pickle
+import select
+import signal
 import sys
+import time
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from .translate import AuditInputError
+from .translate import AuditInputError, Translation
 
 DEFAULT_FUNC = "make"
 
@@ -25,13 +31,18 @@ def split_target(target: str) -> tuple[Path, str]:
         raise AuditInputError(f"{path_text}: no such file")
     if path.is_dir() or path.suffix != ".py":
         raise AuditInputError(f"{path_text}: not a Python file (expected MODEL.py[:FUNC])")
+    if not path.is_file():  # a FIFO or a device (a link to /dev/zero): importing would block or never end
+        raise AuditInputError(f"{path_text}: not a regular file (expected MODEL.py[:FUNC])")
     if not func.isidentifier():
         raise AuditInputError(f"{func!r} is not a Python function name")
     return path, func
 
 
-def load_model(path: Path, func: str) -> tuple[Any, tuple[Any, ...]]:
-    """Import the file and call FUNC(); (module, example_args) or AuditInputError (one line)."""
+def load_model(path: Path, func: str, stage: Callable[[str], None] = lambda _: None) -> tuple[Any, tuple[Any, ...]]:
+    """Import the file and call FUNC(); (module, example_args) or AuditInputError (one line).
+
+    `stage` is told "import" and "make" as each begins (so a process that dies can say where it died).
+    """
     import torch
 
     name = f"precfuzz_audit_{abs(hash(str(path.resolve())))}"
@@ -40,6 +51,7 @@ def load_model(path: Path, func: str) -> tuple[Any, tuple[Any, ...]]:
         raise AuditInputError(f"{path}: cannot be imported")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
+    stage("import")
     try:
         spec.loader.exec_module(mod)
     except SystemExit as exc:  # the model file must not decide the audit's exit status
@@ -49,6 +61,7 @@ def load_model(path: Path, func: str) -> tuple[Any, tuple[Any, ...]]:
     fn = getattr(mod, func, None)
     if not callable(fn):
         raise AuditInputError(f"{path}: has no function {func!r} (FUNC must return (module, example_args))")
+    stage("make")
     try:
         made = fn()
     except SystemExit as exc:
@@ -57,14 +70,202 @@ def load_model(path: Path, func: str) -> tuple[Any, tuple[Any, ...]]:
         raise AuditInputError(f"{path}:{func}() raised {type(exc).__name__}: {_first(exc)}") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)
             and isinstance(made[1], tuple)):
-        raise AuditInputError(f"{path}:{func}() must return (nn.Module, tuple of example args), "
-                              f"got {type(made).__name__}")
+        raise AuditInputError(f"{path}:{func}() must return (nn.Module, tuple of example args), but it returned "
+                              f"{_describe(made)}{_hint(made)}")
     module, args = made
     if not args or not all(isinstance(a, torch.Tensor) for a in args):
         raise AuditInputError(f"{path}:{func}(): example_args must be a non-empty tuple of tensors")
     if any(a.device.type != "cpu" for a in args) or any(p.device.type != "cpu" for p in module.parameters()):
         raise AuditInputError(f"{path}:{func}(): the module and its example args must be on the CPU")
     return module, args
+
+
+def _describe(value: Any, depth: int = 0) -> str:
+    """What a value is, in a few words: `a tuple (Linear, Tensor)`, `an int`, `None`."""
+    import torch
+
+    if value is None:
+        return "None"
+    kind = type(value).__name__
+    if isinstance(value, torch.nn.Module):
+        return f"{kind} module" if depth else f"an nn.Module ({kind})"
+    if isinstance(value, (tuple, list)) and depth == 0:
+        items = ", ".join(_describe(v, 1) for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"a {kind} of {len(value)} ({items})"
+    return kind if depth else f"{'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind}"
+
+
+def _hint(made: Any) -> str:
+    import torch
+
+    if isinstance(made, tuple) and len(made) == 2 and isinstance(made[1], torch.Tensor):
+        return " (a single example arg x is written (x,))"
+    return ""
+
+
+STAGES = {"import": "importing it", "make": "calling {func}()", "export": "exporting the module with torch.export"}
+
+
+def capture_isolated(path: Path, func: str, name: str, timeout: float,
+                     log: Callable[[str], None] = lambda _: None) -> Translation:
+    """Import MODEL.py, call FUNC() and translate the module, in a forked child process; the Translation.
+
+    The model is the user's code: it may end the process (os._exit, a crash, a signal) or never finish, which
+    no try/except in this process survives. The child does the work and sends the Translation back through a
+    pipe; the parent turns a child that died, or ran past `timeout` seconds, into an AuditInputError naming the
+    stage (import, FUNC(), torch.export). The child's stdout goes to stderr: stdout is the verdict's (--json).
+    Where fork is missing (not POSIX), the work runs in this process.
+    """
+    from .translate import translate
+
+    def work(stage: Callable[[str], None]) -> Translation:
+        module, example = load_model(path, func, stage)
+        stage("export")
+        log(f"exporting {path}:{func} with torch.export")
+        return translate(module, example, str(path), name)
+
+    if not hasattr(os, "fork"):
+        return work(lambda _: None)
+    torch_loaded = "torch" in sys.modules
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns, whatever the model does
+        code = 0
+        try:
+            os.close(read_fd)
+            os.setpgid(0, 0)  # its own group: a timeout ends whatever the model started too
+            _die_with_parent()
+            os.dup2(2, 1)
+            sys.stdout = sys.stderr
+            if torch_loaded:  # OpenMP's pool does not survive fork: a threaded op would hang the child
+                import torch
+
+                torch.set_num_threads(1)
+
+            def stage(what: str) -> None:
+                os.write(write_fd, what[:1].encode())
+
+            try:
+                message: tuple[Any, ...] = ("ok", work(stage))
+            except AuditInputError as exc:
+                message = ("bad", str(exc))
+            except SystemExit as exc:
+                message = ("bad", f"{path}: the model called sys.exit({exc.code!r}) while it was exported")
+            except KeyboardInterrupt:
+                message = ("bad", "interrupted")
+            except BaseException as exc:  # noqa: BLE001 - an internal error, re-raised in the parent
+                message = ("internal", f"{type(exc).__name__}: {_first(exc)}", traceback.format_exc())
+            try:
+                data = b"R" + pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # noqa: BLE001 - a translation that does not pickle is precfuzz's bug
+                data = b"R" + pickle.dumps(("internal", f"{type(exc).__name__}: {_first(exc)}",
+                                            traceback.format_exc()))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write_fd, view):]
+        except BaseException:  # noqa: BLE001 - nothing may escape the child
+            code = 70
+        finally:
+            try:
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    os.close(write_fd)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        status = _collect(pid, read_fd, chunks, deadline)
+        if status is None:
+            raise AuditInputError(f"{path}: {_stage(chunks, func)} did not finish within {timeout:g} s "
+                                  f"(--timeout); the model was stopped")
+    except BaseException:
+        _kill(pid)
+        raise
+    finally:
+        os.close(read_fd)
+    data = b"".join(chunks)
+    _, sep, body = data.partition(b"R")
+    try:  # from our own child, which ran only precfuzz's code and the user's model
+        message = pickle.loads(body) if sep and body else None
+    except Exception:  # noqa: BLE001 - cut short: the process died while writing it
+        message = None
+    if message is not None:
+        if message[0] == "ok":
+            return message[1]
+        if message[0] == "bad":
+            raise AuditInputError(message[1])
+        error = RuntimeError(f"{message[1]} (in the audit's model process)")
+        error.add_note(message[2])
+        raise error
+    stage = _stage(chunks, func)
+    if os.WIFSIGNALED(status):
+        raise AuditInputError(f"{path}: the model's process was killed by {_signal_name(os.WTERMSIG(status))} "
+                              f"while {stage}")
+    code = os.waitstatus_to_exitcode(status)
+    raise AuditInputError(f"{path}: the model ended its process while {stage} (exit status {code}, "
+                          f"as os._exit({code}) does)")
+
+
+def _collect(pid: int, fd: int, chunks: list[bytes], deadline: float) -> int | None:
+    """Read the child's pipe into chunks until the child ends; its wait status, or None at the deadline."""
+    eof = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready = select.select([fd], [], [], min(left, 0.05 if eof else 1.0))[0] if not eof else []
+        if ready:
+            chunk = os.read(fd, 1 << 20)
+            eof = not chunk
+            chunks.append(chunk)
+            continue
+        if eof:
+            time.sleep(min(left, 0.01))
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            while not eof and select.select([fd], [], [], 0)[0]:  # what it wrote just before it ended
+                chunk = os.read(fd, 1 << 20)
+                eof = not chunk
+                chunks.append(chunk)
+            return status
+
+
+def _stage(chunks: list[bytes], func: str) -> str:
+    head = b"".join(chunks).partition(b"R")[0].decode(errors="replace")
+    key = {"i": "import", "m": "make", "e": "export"}.get(head[-1:], "import")
+    return STAGES[key].format(func=func)
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process when the audit that forked it dies (best effort elsewhere)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _kill(pid: int) -> None:
+    """End the child's process group (the model's child processes too) and reap the child."""
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+        except (ProcessLookupError, PermissionError):
+            continue
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def _first(exc: BaseException) -> str:

@@ -333,6 +333,27 @@ def _input(name: str, tensor: Any, role: str) -> Input:
     return Input(name, tuple(int(s) for s in tensor.shape), dtype, role, "tensor", {"values": _values(tensor)})
 
 
+def _describe_outputs(ep: Any, out_node: Any, computed: set[str], env: dict[str, Any]) -> str:
+    """What forward returned, in a few words: `an int (3)`, `a dict of 1 (input 'x' unchanged)`."""
+    import torch
+
+    def leaf(o: Any) -> str:
+        if isinstance(o, torch.fx.Node):
+            if o.op == "placeholder":
+                return f"{o.name!r} unchanged (an input, parameter or buffer)"
+            value = env.get(o.name)
+            return "a computed tensor" if isinstance(value, str) and value in computed else f"{o.name!r}"
+        return "None" if o is None else f"{type(o).__name__} {repr(o)[:40]}"
+
+    leaves = list(out_node.args[0]) if out_node.args and isinstance(out_node.args[0], (tuple, list)) else []
+    spec = getattr(getattr(ep, "call_spec", None), "out_spec", None)
+    kind = getattr(spec, "type", None)
+    if kind is None or len(leaves) == 1 and not isinstance(kind, type):
+        return leaf(leaves[0]) if len(leaves) == 1 else "nothing"
+    shown = ", ".join(leaf(o) for o in leaves[:4]) + (", ..." if len(leaves) > 4 else "")
+    return f"a {kind.__name__} ({shown})"
+
+
 def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model") -> Translation:
     """The module as a case: export, map every node, collect every untranslatable op with its line.
 
@@ -428,7 +449,8 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     out_node = next(n for n in graph.nodes if n.op == "output")
     outs = [_operand(o, env) for o in torch.utils._pytree.tree_leaves(out_node.args)]
     if not outs or not all(isinstance(o, str) and o in {nd.id for nd in nodes} for o in outs):
-        raise AuditInputError("the module must return tensors computed by it (a tensor or a tuple of tensors)")
+        raise AuditInputError("forward must return tensors it computes (a tensor or a tuple of tensors), but it "
+                              f"returned {_describe_outputs(ep, out_node, {nd.id for nd in nodes}, env)}")
     graph_ir = Graph(tuple(inputs), tuple(nodes), tuple(dict.fromkeys(outs)))
     total = sum(math.prod(i.shape) for i in inputs)
     if total > MAX_AUDIT_ELEMENTS:

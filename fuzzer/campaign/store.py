@@ -252,8 +252,11 @@ class CampaignStore:
     def load_state(self) -> dict[str, Any] | None:
         """The saved campaign state, or None for a fresh directory; StoreError if it cannot be read."""
         path = self.root / STATE
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return None
+        if not path.is_file():  # a directory, FIFO, device or dangling link: reading would fail, block or never end
+            raise StoreError(f"{path} is not a regular file; move it away to start the campaign over "
+                             "(findings.jsonl is kept)")
         try:
             state = json.loads(path.read_text())
         except (OSError, ValueError) as exc:

@@ -45,14 +45,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minimize-budget", type=positive_seconds, default=60.0,
                         help="seconds to minimize each backend bug (at most 3 are minimized)")
     parser.add_argument("--no-minimize", action="store_true", help="report backend bugs without minimizing them")
-    parser.add_argument("--timeout", type=timeout_seconds, default=300.0, help="seconds per executor call (at least 1)")
+    parser.add_argument("--timeout", type=timeout_seconds, default=300.0,
+                        help="seconds per executor call, and for importing, making and exporting the model "
+                             "(in a child process: a model that hangs or ends its process is one error line)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Audit the model; exit 0 (clean), 1 (hazards or backend bugs) or 2 (bad input)."""
-    from ..audit.load import load_model, split_target
+    from ..audit.load import capture_isolated, split_target
     from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks
-    from ..audit.translate import AuditInputError, translate
+    from ..audit.translate import AuditInputError
     from ..audit.verdict import build, render
 
     t0 = time.monotonic()
@@ -63,9 +65,7 @@ def run(args: argparse.Namespace) -> int:
         model = f"{path.stem}" + (f"-{func}" if func != "make" else "")
         out_dir = writable_dir(args.out or str(Path("results") / "audit" / model), "--out")
         save = writable_file(args.save_case, "--save-case", keep=(str(path),)) if args.save_case else None
-        module, example = load_model(path, func)
-        log(f"exporting {path}:{func} with torch.export")
-        tr = translate(module, example, str(path), model)
+        tr = capture_isolated(path, func, model, args.timeout, log)
     except (UsageError, AuditInputError) as exc:
         return fail(str(exc))
     if save is not None:

@@ -58,6 +58,7 @@ def table(result: CheckResult) -> str:
     else:
         lines.append("")
         lines.append("no findings")
+    lines += [f"note: {n}" for n in result.notes]
     return "\n".join(lines)
 
 
@@ -69,7 +70,8 @@ def to_json(result: CheckResult) -> dict:
         outcomes[name] = {**{k: v for k, v in r.items() if k != "detail"},
                           "sets": [o.to_json() for o in outs]}
         outcomes[name]["sets"] = [{k: v for k, v in s.items() if k != "info" or "traceback" not in v} for s in outcomes[name]["sets"]]
-    return {"case": result.case.id, "outcomes": outcomes, "findings": [f.record() for f in result.findings]}
+    return {"case": result.case.id, "outcomes": outcomes, "findings": [f.record() for f in result.findings],
+            "notes": result.notes}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ MAX_SEED = 2**63 - 1
 MIN_TIMEOUT_S = 1.0  # shorter executor timeouts turn every backend start into a false "timeout" finding
 MAX_TIMEOUT_S = 7 * 86400.0  # a week per executor call; larger values overflow the OS's wait primitives
 MAX_WORKERS = 256
+MAX_GENERATE = 1_000_000  # cases per `generate` call (each held in memory and written; use --start for more)
 
 
 class UsageError(Exception):
@@ -63,6 +64,7 @@ positive_number = _number(float, "a finite number > 0", lambda v: _finite(v) and
 positive_int = _number(int, "an integer >= 1", lambda v: v >= 1)
 nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)
 seed_int = _number(int, f"an integer in 0..{MAX_SEED}", lambda v: 0 <= v <= MAX_SEED)
+count_int = _number(int, f"an integer in 0..{MAX_GENERATE} (use --start for more)", lambda v: 0 <= v <= MAX_GENERATE)
 workers_int = _number(int, f"an integer in 1..{MAX_WORKERS}", lambda v: 1 <= v <= MAX_WORKERS)
 
 
@@ -120,7 +122,12 @@ def select_executors(spec: str | None) -> list[str]:
             if status[m] is None and m not in ORACLE_EXECUTORS and m not in chosen:
                 chosen.append(m)
     if not chosen:
-        raise UsageError("no available executor selected")
+        valid = ", ".join(n for n, why in status.items() if why is None and n not in ORACLE_EXECUTORS)
+        oracles = [n for n in names if n in ORACLE_EXECUTORS]
+        if oracles:
+            raise UsageError(f"{', '.join(map(repr, oracles))} {'is an oracle' if len(oracles) == 1 else 'are oracles'}"
+                             f" precfuzz judges backends against, not a backend executor; name one of: {valid}")
+        raise UsageError(f"{one_line(spec)[:60]!r} selects no available executor; available: {valid}")
     return chosen
 
 

@@ -13,12 +13,12 @@ import json
 from pathlib import Path
 
 from ..ir import save_case
-from .common import EXIT_OK, fail, nonnegative_int, seed_int
+from .common import EXIT_OK, count_int, fail, nonnegative_int, seed_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz generate`."""
-    parser.add_argument("--count", type=nonnegative_int, required=True, help="number of cases")
+    parser.add_argument("--count", type=count_int, required=True, help="number of cases (at most 1000000)")
     parser.add_argument("--seed", type=seed_int, default=0, help="generator seed (case i is a function of seed and i)")
     parser.add_argument("--start", type=nonnegative_int, default=0, help="index of the first case")
     parser.add_argument("--out", help="directory for the case files (optional with --stats)")

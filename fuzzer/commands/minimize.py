@@ -1,4 +1,8 @@
-"""Shrink failing cases to the smallest graph, shapes, dtypes and values that still show their finding."""
+"""Shrink failing cases to the smallest graph, shapes, dtypes and values that still show their finding.
+
+Exit status: 0 when every case showed its finding and was minimized, 1 when one did not (a case that shows no
+finding has nothing to minimize: one line says so, and no file is written), 2 bad input.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from .common import (
     EXIT_OK,
     UsageError,
     fail,
+    one_line,
     positive_int,
     positive_seconds,
     read_case,
@@ -100,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 result = minimize(case, args.signature, checker, budget_s=args.max_seconds,
                                   max_checks=args.max_checks, progress=progress)
             except MinimizeError as exc:
-                print(f"{path}: {exc}", file=sys.stderr)
+                print(f"{path}: not minimized: {one_line(str(exc))}", file=sys.stderr)
                 status = max(status, EXIT_FINDING)
                 continue
             if not result.confirmed:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from ..campaign.report import write_report
@@ -18,8 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Render the report."""
     root = Path(args.dir)
-    if not root.is_dir() or not (root / "state.json").is_file():
+    state = root / "state.json"
+    if not root.is_dir():
+        return fail(f"{root} is not a campaign directory ({'no such directory' if not root.exists() else 'not a directory'})")
+    if not state.exists() and not state.is_symlink():
         return fail(f"{root} is not a campaign directory (no state.json)")
+    if not state.is_file():
+        what = ("a directory" if state.is_dir() else "a link to nothing" if not state.exists()
+                else "a device, FIFO or socket")
+        return fail(f"{state} is not a regular file ({what}); the report reads the campaign's state from it")
+    if not os.access(state, os.R_OK):
+        return fail(f"{state} is not readable (permission denied)")
     try:
         print(f"wrote {write_report(root)}")
     except StoreError as exc:

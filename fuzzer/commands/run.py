@@ -123,8 +123,19 @@ def run(args: argparse.Namespace) -> int:
         if seeds_dir is not None and not seeds_dir.is_dir():
             raise UsageError(f"seed corpus {seeds_dir} is not a directory")
         check_seeds(seeds_dir)
+        if not args.out:
+            raise UsageError("--out needs a directory name")  # Path("") is the working directory
         cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
-        campaign = Campaign(cfg)
+        existed = cfg.out.exists()
+        try:
+            campaign = Campaign(cfg)
+        except CampaignError:
+            if not existed:  # refused before it started (say, no Ray head): leave no empty directory behind
+                try:
+                    cfg.out.rmdir()  # only ever an empty directory this call made
+                except OSError:
+                    pass
+            raise
     except (UsageError, CampaignError) as exc:
         return fail(str(exc))
     print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {campaign.lanes.describe()}; seed {cfg.seed}"
