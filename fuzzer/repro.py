@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from oracles.bounds import allowed_abs
+from oracles.bounds import SLACK_ULPS, allowed_ulps
+from oracles.error_bounds import MARGIN
 from oracles.findings import Finding
 
 from . import __version__
@@ -44,7 +45,9 @@ RAISES = ("status-divergence", "coverage", "crash", "timeout")
 class Evidence:
     """What precfuzz measured on the minimized case that the script restates."""
 
-    allowed: dict[str, float] = field(default_factory=dict)  # output -> max abs error the bound allows
+    # output -> (allowed max error, allowed RMS error, both in ULPs at each element's magnitude floored at the RMS;
+    # mantissa bits, min exponent of the output dtype): the oracle's bound_ratio denominators on these inputs
+    allowed: dict[str, tuple[float, float, int, int]] = field(default_factory=dict)
     eager_dtypes: list[str] | None = None  # what PyTorch eager returns (dtype findings); None where it raises
     promoted: list[str] | None = None  # the promoted dtypes a correct promotion returns (downcast findings)
 
@@ -60,7 +63,14 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         inputs = rounded_inputs(numeric, values)
         exact, ideal = evaluate(numeric, inputs, rounded=False), ideal_values(numeric, inputs)
         typed = infer(numeric)
-        return Evidence({o: allowed_abs(exact[o], ideal[o], typed.values[o].dtype) for o in graph.outputs})
+        budget = max(executor.approximations().values(), default=0.0)  # as judge_outputs widens the slack
+        allowed = {}
+        for o in graph.outputs:
+            dtype = typed.values[o].dtype
+            fmt = FLOAT_FORMATS[dtype if dtype in ("float16", "bfloat16", "float32", "float64") else "float32"]
+            slack = SLACK_ULPS + (budget * 2.0 ** (fmt.mantissa_bits + 1) if budget and dtype in FLOAT_FORMATS else 0.0)
+            allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack), fmt.mantissa_bits, fmt.min_exponent)
+        return Evidence(allowed)
     if finding.oracle == "dtype-divergence":
         want = finding.details.get("mismatches")
         typed = infer(executor.policy_graph(graph))
@@ -117,22 +127,20 @@ def _input_lines(case: Case, set_index: int, make: Any, listed: bool = False) ->
     """(module-level lines making `inputs`, the inputs' names); `make(inp, expr)` renders one input's value. With
     `listed`, `inputs` is one list literal where no generator is shared.
 
-    Inputs drawing from the same seed one after another share one generator (the values precfuzz ran); a
-    generator used by one draw only is written inline.
+    Each input draws from a fresh generator of its own seed, as precfuzz makes its values (values.make_values):
+    written inline where the expression draws once, else as `rng = ...` just before it. Two inputs of one seed
+    must not share a generator: the second would get other values than the ones precfuzz ran.
     """
     overrides = case.input_sets[set_index] if case.input_sets else {}
     ident = value_identifiers(case.graph)
     exprs = [_values_expr(overrides.get(i.name, i.init), i.shape, i.dtype, i.kind) for i in case.graph.inputs]
-    lines, names, seed = [], [], None
-    for k, (inp, (expr, need)) in enumerate(zip(case.graph.inputs, exprs)):
-        if need is not None and need != seed:
-            later = next((n for _, n in exprs[k + 1:] if n is not None), None)
-            if later != need and len(re.findall(r"\brng\b", expr)) == 1:
+    lines, names = [], []
+    for inp, (expr, need) in zip(case.graph.inputs, exprs):
+        if need is not None:
+            if len(re.findall(r"\brng\b", expr)) == 1:
                 expr = re.sub(r"\brng\b", f"np.random.default_rng({need})", expr)
-                seed = None
             else:
                 lines.append(f"rng = np.random.default_rng({need})")
-                seed = need
         lines.append(f"{ident[inp.name]} = {make(inp, expr)}")
         names.append(ident[inp.name])
     if listed and len(lines) == len(names):  # no shared generator: one list, the names in comments
@@ -170,11 +178,14 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
 
 
 def _allowed(ev: Evidence) -> str:
-    """ALLOWED: the bound (one output) or output -> bound."""
-    comment_ = "  # max abs error: 3x an fp32-accumulating implementation's on these inputs + 2 ULP"
+    """ALLOWED: the bound (one output) or output -> bound: (max, RMS) error in ULPs, the dtype's mantissa bits and
+    min exponent. Values are written with repr() so the script's verdict is the oracle's to the last bit."""
+    comment_ = (f"  # max and RMS error in ULPs (at each value's magnitude, floored at the RMS): 3x an fp32-accumulating "
+                f"implementation's on these inputs + 2; a bug at {MARGIN:g}x")
+    text = lambda v: f"({float(v[0])!r}, {float(v[1])!r}, {int(v[2])}, {int(v[3])})"  # noqa: E731
     if len(ev.allowed) == 1:
-        return f"ALLOWED = {next(iter(ev.allowed.values())):.6g}" + comment_
-    return f"ALLOWED = {{{', '.join(f'{o!r}: {v:.6g}' for o, v in ev.allowed.items())}}}" + comment_
+        return f"ALLOWED = {text(next(iter(ev.allowed.values())))}" + comment_
+    return f"ALLOWED = {{{', '.join(f'{o!r}: {text(v)}' for o, v in ev.allowed.items())}}}" + comment_
 
 
 def _compare(single: bool, results: list[str], lines: list[str], ok: str) -> list[str]:
@@ -190,7 +201,7 @@ def _compare(single: bool, results: list[str], lines: list[str], ok: str) -> lis
         names = {r: r for r in results}
         check = fill(ok, names, "ALLOWED", "")
         return [fill(line, names, "ALLOWED", "") for line in lines] + [
-            f'print("OK" if {check} else "BUG REPRODUCED")  # nan is not <=: it fails too',
+            f'print("OK" if {check} else "BUG REPRODUCED")  # nan fails too',
             f"sys.exit(0 if {check} else 1)"]
     short = {r: r[0] for r in results}
     return (["failed = False", f"for name, {', '.join(short.values())} in zip(ALLOWED, {', '.join(results)}):"]
@@ -254,6 +265,8 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     def make(inp: Any, expr: str) -> str:
         if inp.kind == "scalar":
             return f"{'float' if is_float(inp.dtype) else 'int'}(np.asarray({expr}).reshape(()))"
+        if dtype_of(inp) == "float16":  # numpy rounds float64 to float16 once; torch goes through float32 (twice)
+            return f"torch.tensor(np.asarray({expr}, dtype=np.float16))"
         return f"torch.tensor({expr}).to({TORCH_DTYPE[dtype_of(inp)]})"
 
     made, _ = _input_lines(case, set_index, make)
@@ -292,12 +305,15 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                  f"for t in inputs]){one}  # {control}"]
                 + device + run + _compare(single, ["expected", "control", "actual"], [
                     "diff = (@actual.cpu().double() - @expected).abs().flatten()",
-                    "k, ref = int(diff.nan_to_num(float('inf')).argmax()), "
-                    "(@control.to(@actual.dtype).double() - @expected).abs().max().item()",
+                    "scale = @expected.abs().flatten().clamp(min=@expected.pow(2).mean().sqrt().item())",
+                    "ulps = (diff / torch.exp2(scale.log2().floor().clamp(min=@bound[3]) - @bound[2]))"
+                    ".nan_to_num(float('inf'))  # in ULPs",
+                    "ratio = max(ulps.max().item() / @bound[0], ulps.pow(2).mean().sqrt().item() / @bound[1])",
+                    "k, ref = int(ulps.argmax()), (@control.to(@actual.dtype).double() - @expected).abs().max().item()",
                     f"print(f\"@where[{{k}}]: expected {{@expected.flatten()[k].item():.6g}}, got "
-                    f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} ({name}, "
-                    "{@actual.dtype}), \"",
-                    f"      f\"{{ref:.4g}} ({control}); allowed {{@bound:.4g}}\")"], "diff.max().item() <= @bound"))
+                    f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} "
+                    f"({{ulps.max().item():.3g}} ULP, {name}, {{@actual.dtype}}), \"",
+                    f"      f\"{{ref:.4g}} ({control}); {{ratio:.3g}}x the allowed error\")"], f"ratio < {MARGIN!r}"))
     if oracle in ("dtype-divergence", "silent-downcast"):
         want = ev.eager_dtypes if oracle == "dtype-divergence" else ev.promoted
         first = ([f"print('PyTorch eager on the CPU returns', [str(o.dtype) for o in {prog}(*inputs)])"]
@@ -401,12 +417,16 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                      + ("; off: without PASSES" if mine else ""))
         lines += _compare(single, ["expected"] + runs, [
             "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
-            "k = int(np.nan_to_num(diff, nan=np.inf).argmax())",
+            "scale = np.maximum(np.abs(@expected).ravel(), np.sqrt(np.mean(np.square(@expected))))",
+            "ulps = np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) - @bound[2]), "
+            "nan=np.inf)  # in ULPs",
+            "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
+            "k = int(ulps.argmax())",
             "print(f\"@where[{k}]: expected {@expected.ravel()[k]:.6g}, got {@actual.ravel()[k]:.6g}; max error "
-            "{diff.max():.4g}" + (" with PASSES, {np.abs(@off.astype(np.float64) - @expected).max():.4g} without"
+            "{diff.max():.4g} ({ulps.max():.3g} ULP)" + (" with PASSES, {np.abs(@off.astype(np.float64) - @expected).max():.4g} without"
                                    if mine else "") + ", \"",
             "      f\"{np.abs(@control.astype(np.float64) - @expected).max():.4g} with float32 internals; "
-            "allowed {@bound:.4g}\")"], "diff.max() <= @bound")
+            "{ratio:.3g}x the allowed error\")"], f"ratio < {MARGIN!r}")
     elif oracle == "dtype-divergence":
         lines += [f"got = [str(a.dtype) for a in run({on})]",
                   f"want = {ev.eager_dtypes!r}  # what PyTorch returns for this program",

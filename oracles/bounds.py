@@ -114,3 +114,26 @@ def allowed_abs(expected: np.ndarray, ideals: list[np.ndarray], dtype: str, mult
     worst = max(float(np.max(np.abs(np.asarray(i, dtype=np.float64).ravel()[fin] - e[fin]))) for i in ideals) if ideals else 0.0
     out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
     return multiplier * worst + slack_ulps * float(ulp(np.max(np.abs(e[fin])), out_dtype))
+
+
+def allowed_ulps(expected: np.ndarray, ideals: list[np.ndarray], dtype: str, multiplier: float = MULTIPLIER,
+                 slack_ulps: float = SLACK_ULPS) -> tuple[float, float]:
+    """The two denominators of `bound_ratio` (allowed max and RMS error, in ULPs of `dtype` at each element's
+    magnitude floored at the RMS), so that a short repro script restates the oracle's verdict exactly:
+    ratio = max(max_err_ulps / allowed[0], rms_err_ulps / allowed[1])."""
+    e = np.asarray(expected, dtype=np.float64).ravel()
+    ideals = [np.asarray(i, dtype=np.float64).ravel() for i in ideals]
+    fin = np.isfinite(e)
+    for i in ideals:
+        fin &= np.isfinite(i)
+    if not fin.any():
+        return slack_ulps, slack_ulps
+    out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
+    scale = np.maximum(np.abs(e), np.sqrt(np.mean(e[fin] ** 2)))
+    unit = ulp(np.where(fin, scale, 1.0), out_dtype)
+    ideal_err = np.zeros_like(e)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for i in ideals:
+            ideal_err = np.maximum(ideal_err, np.where(fin, np.abs(i - e) / unit, 0.0))
+    return (multiplier * float(ideal_err.max()) + slack_ulps,
+            multiplier * float(np.sqrt(np.mean(ideal_err[fin] ** 2))) + slack_ulps)

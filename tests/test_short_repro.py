@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from fuzzer.executors import create
-from fuzzer.ir import Case, Graph, Input, Node, load_case
+from fuzzer.dtypes import round_to
+from fuzzer.ir import Case, Graph, Input, Node, infer, load_case
 from fuzzer.repro import render
 from oracles.findings import Finding
 
@@ -71,7 +72,7 @@ def xla_dtype_case() -> Case:
 
 def test_tvm_one_node_bound_bug_is_short_and_fails_alone_then_passes_without_the_pass(tmp_path: Path) -> None:
     path, text = script_for(load_case(TVM_SEED), finding("error-bound", "tvm/decompose", ["layer_norm"]), tmp_path)
-    assert len(text.splitlines()) <= 40, text
+    assert len(text.splitlines()) <= 43, text  # 40 + the oracle's bound restated in ULPs (scale, ulps, ratio)
     standalone(text)
     assert 'PASSES = ["DecomposeOpsForTraining"]' in text
     proc = run_alone(path)
@@ -141,3 +142,98 @@ def test_hostile_names_and_title_stay_out_of_the_code_and_a_clean_case_exits_0(e
     proc = run_alone(path)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # float32 on the CPU: no bug, and nothing injected
     assert not (tmp_path / "pwned").exists() and proc.stdout.count("max error") == 2 and "OK" in proc.stdout
+
+
+# ---------------------------------------------------------------- the script's verdict is the oracle's
+
+BMM_CASE = Path(__file__).resolve().parent / "fixtures" / "xla-bmm-fp16-b6e13de9b2.json"
+
+
+def test_inputs_of_one_seed_get_a_fresh_generator_each_as_precfuzz_makes_them(tmp_path: Path) -> None:
+    """triage6's b6e13de9b2: x and rhs both draw from seed 0; the script shared one generator, so its rhs was not
+    the one precfuzz ran (and its error was measured on other numbers)."""
+    import numpy as np
+    import torch
+
+    from fuzzer.ir import input_values
+
+    for case in (load_case(BMM_CASE), hostile_case()):
+        _, text = script_for(case, finding("error-bound", "torch/eager", [case.graph.nodes[-1].op]), tmp_path)
+        head = text[:text.index("expected = ")]  # imports, ALLOWED, the program, the inputs
+        ns: dict = {}
+        exec(compile(head.replace("sys.excepthook = ", "_ = "), "repro", "exec"), ns)
+        want = input_values(case, 0)
+        for inp, got in zip(case.graph.inputs, ns["inputs"]):
+            assert np.array_equal(got.double().numpy(), want[inp.name]), (inp.name, head)
+
+
+def _verdict_of_script(text: str, actual) -> int:
+    """Exit status of a rendered torch/eager script whose backend result is replaced by `actual`."""
+    import torch
+
+    run = "    actual = graph(*inputs)[0]"
+    assert run in text
+    body = text.replace(run, "    actual = ACTUAL")
+    try:
+        exec(compile(body, "repro", "exec"), {"ACTUAL": actual, "__name__": "repro"})
+    except SystemExit as stop:
+        return int(stop.code)
+    raise AssertionError("the script did not exit")
+
+
+def test_script_verdict_is_the_oracles_on_error_bound_cases(tmp_path: Path, monkeypatch) -> None:
+    """Property: for error-bound cases and backend results around the bound, the rendered script exits 1 exactly
+    when the oracle (bound_ratio on exact and ideals, a finding at MARGIN x) reports the node."""
+    import sys as _sys
+
+    import numpy as np
+    import torch
+
+    from fuzzer.check import rounded_inputs
+    from fuzzer.interpret import evaluate, ideal_values
+    from fuzzer.ir import input_values
+    from oracles.bounds import error_stats
+    from oracles.error_bounds import MARGIN
+
+    monkeypatch.setattr(_sys, "excepthook", _sys.excepthook)  # the script sets its own
+    ex = create("torch/eager").bind({})
+    a = Input("a", (64, 48), "float16", init={"dist": "normal", "seed": 5})
+    b = Input("b", (48, 16), "float16", init={"dist": "uniform", "seed": 5})
+    n = Input("n", (3, 200), "bfloat16", init={"dist": "offset", "mean": 3.0, "std": 0.5, "seed": 7})
+    cases = [load_case(BMM_CASE),
+             Case(Graph((a, b), (Node("mm1", "matmul", ("a", "b")),), ("mm1",))),
+             Case(Graph((n,), (Node("sum1", "sum", ("n",), {"dims": [1]}),), ("sum1",))),
+             Case(Graph((a,), (Node("sm", "softmax", ("a",), {"dim": 1}),), ("sm",)))]
+    rng = np.random.default_rng(0)
+    checked = 0
+    for case in cases:
+        out = case.graph.outputs[0]
+        numeric = ex.numeric_graph(case.graph)
+        dtype = infer(numeric).values[out].dtype
+        inputs = rounded_inputs(numeric, input_values(case, 0))
+        exact, ideal = evaluate(numeric, inputs, rounded=False)[out], ideal_values(numeric, inputs)[out]
+        _, text = script_for(case, finding("error-bound", "torch/eager", [case.graph.nodes[0].op]), tmp_path)
+        spread = np.abs(ideal[0] - exact).max() + np.abs(exact).max() * 2.0 ** -10
+        for scale in (0.0, 1.0, 3.0, 6.0, 12.0, 30.0):
+            noisy = round_to(exact + rng.standard_normal(exact.shape) * spread * scale, dtype)
+            if scale == 12.0:  # one element far off, the rest exact: the max term alone decides
+                noisy = round_to(exact, dtype).copy()
+                noisy.flat[min(7, noisy.size - 1)] += spread * 8
+            oracle = error_stats(noisy, exact, ideal, dtype).ratio >= MARGIN
+            got = _verdict_of_script(text, torch.tensor(noisy).to(getattr(torch, dtype)))
+            assert got == int(oracle), (case.graph.nodes[0].op, scale, error_stats(noisy, exact, ideal, dtype))
+            checked += oracle
+    assert checked >= 4  # the property was exercised on both sides
+
+
+@pytest.mark.slow
+def test_xla_bmm_b6e13de9b2_script_exits_1_as_the_oracle_reported(tmp_path: Path) -> None:
+    """triage6's b6e13de9b2: the oracle reports bmm at 3.21x its bound on its own operands; the script (other rhs
+    values, and one absolute bound at the largest value's ULP) measured 0.0484 <= 0.0487 and exited 0."""
+    f = Finding("error-bound", "xla/native", ["bmm"], ["float16,float16->float16"], "bound", "bmm: 3.21x",
+                ratio=3.2112588818759757, input_set=0, output="bmm", node="bmm")
+    path, text = script_for(load_case(BMM_CASE), f, tmp_path)
+    standalone(text)
+    proc = run_alone(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "[746]:" in proc.stdout and "3.21x the allowed error" in proc.stdout, proc.stdout
