@@ -174,3 +174,17 @@ def test_uniform_schedule_runs_every_executor_on_every_case_and_steers_nothing(t
     assert len(ref) == 10 and all(ex == ("debug/faults", "torch/autocast", "torch/eager") for _, ex in ref.values())
     assert [ref[i][0] for i in range(10)] == [family_stream(4, i).meta["family"] for i in range(10)]
     assert json.loads((tmp_path / "state.json").read_text())["schedule"] == "uniform"
+
+
+def test_a_state_with_an_unknown_schedule_or_no_block_is_refused(tmp_path: Path) -> None:
+    Campaign(config(tmp_path, max_tests=3), quiet()).run()
+    path = tmp_path / "state.json"
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps({**state, "schedule": "bogus"}))
+    with pytest.raises(CampaignError, match="unknown schedule"):
+        Campaign(config(tmp_path, schedule=None), quiet())
+    path.write_text(json.dumps({**state, "schedule_block": 0}))
+    with pytest.raises(CampaignError, match="schedule_block"):
+        Campaign(config(tmp_path, schedule=None), quiet())
+    with pytest.raises(CampaignError, match="unknown schedule"):
+        Campaign(config(tmp_path / "new", schedule="greedy"), quiet())
