@@ -31,8 +31,9 @@ class RemoteCheckError(Exception):
 class Lane(Protocol):
     """One lane's executors: check cases, describe executors, count worker processes."""
 
-    def check(self, case: Case) -> CheckResult:
-        """Run `case` on the lane's executors and judge it (LaneLost if the lane's process is gone)."""
+    def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
+        """Run `case` on the lane's executors (or those of them named) and judge it (LaneLost if the lane's process
+        is gone)."""
 
     def describe(self, name: str) -> dict[str, Any]:
         """The executor's description, read where it runs."""
@@ -75,9 +76,9 @@ class LocalLane:
         self.pool = pool
         self.checker = Checker(pool)
 
-    def check(self, case: Case) -> CheckResult:
+    def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
         """The checker's result on this machine."""
-        return self.checker.check(case)
+        return self.checker.check(case, executors)
 
     def describe(self, name: str) -> dict[str, Any]:
         """The executor's description from its worker."""

@@ -142,10 +142,10 @@ class LaneWorker:
                 "worker_code": workers,
                 "cores": os.environ.get("NEURON_RT_VISIBLE_CORES", ""), "unavailable": missing}
 
-    def check(self, case: Case) -> tuple[str, Any, str, int, int]:
+    def check(self, case: Case, executors: list[str] | None = None) -> tuple[str, Any, str, int, int]:
         """('ok', result, '', alive, restarts), or ('error', error line, traceback, ...) when precfuzz failed."""
         try:
-            result: Any = self.checker.check(case)
+            result: Any = self.checker.check(case, executors)
             status, tb = "ok", ""
         except Exception as exc:  # noqa: BLE001 - handed to the driver as a value, like a local internal error
             result = f"{type(exc).__name__}: {exc}"
@@ -203,12 +203,13 @@ class RayLane:
             return f"lane {self.lane} on host {info.get('host')} cannot run its executors ({missing})"
         return None
 
-    def check(self, case: Case) -> CheckResult:
-        """The actor's result on `case`; LaneLost when the actor or its node is gone."""
+    def check(self, case: Case, executors: list[str] | None = None) -> CheckResult:
+        """The actor's result on `case` (on `executors` where named); LaneLost when the actor or its node is gone."""
         import ray
 
         try:
-            status, result, tb, alive, restarts = ray.get(self.actor.check.remote(case))
+            call = self.actor.check.remote(case) if executors is None else self.actor.check.remote(case, executors)
+            status, result, tb, alive, restarts = ray.get(call)
         except _lost_errors() as exc:
             self._alive = 0
             raise LaneLost(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}") from None

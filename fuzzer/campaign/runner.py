@@ -27,8 +27,8 @@ from oracles.bugs import BASE_VARIANT, case_keys, error_family
 from oracles.findings import Finding
 
 from ..artifacts import REPRO_FULL, run_script, write_finding
-from ..check import Checker, CheckResult
-from ..executors import create
+from ..check import SEMANTIC_ORACLE, Checker, CheckResult
+from ..executors import ORACLE_EXECUTORS, create
 from ..ir import Case, load_case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
@@ -36,11 +36,14 @@ from ..outcome import Outcome
 from .bug_book import KIND_ORDER, Bug, BugBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .progress import Progress, Snapshot
+from .schedule import BLOCK, LAG, SCHEDULES, BlockPlan, CaseResult, Planner, Stats, valid_result
 from .state import STATE_VERSION, CampaignState
-from .store import CampaignStore, StoreError
+from .store import CampaignStore, StoreError, atomic_write, dumps
 
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
+ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
+SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
 
 
 class CampaignError(Exception):
@@ -69,6 +72,12 @@ class CampaignConfig:
     generate: Callable[[int, int], Case] | None = None  # (seed, index) -> Case; default: generators.generate_case
     ray: str | None = None  # a Ray cluster address ('auto', 'HOST:PORT'): lanes run as its actors; None: local
     ray_neuron_cores: float = 1.0  # NeuronCores each Ray lane requests when a neuron/* executor is selected
+    schedule: str | None = None  # 'adaptive' or 'uniform' (fuzzer.campaign.schedule); None: the stored one on
+    schedule_default: str = "uniform"  # resume, else this one
+    schedule_block: int | None = None  # case indices per planning block of the adaptive schedule (None: BLOCK,
+    # or twice the lanes if more, so that lanes seldom wait for the blocks a plan comes from); a resume keeps it
+    families: dict[str, float] | None = None  # family -> base weight `generate(seed, index, [family])` can be
+    # steered to (the default generator: generators.graphs.FAMILIES); None with a `generate`: not steered
 
 
 @dataclass
@@ -116,10 +125,16 @@ def lane_env(lane: int, executors: list[str]) -> dict[str, str]:
     return {}
 
 
-def _default_generate(seed: int, index: int) -> Case:
+def _default_generate(seed: int, index: int, families: list[str] | None = None) -> Case:
     from generators.graphs import generate_case
 
-    return generate_case(seed, index)
+    return generate_case(seed, index, families)
+
+
+def _base_families() -> dict[str, float]:
+    from generators.graphs import FAMILIES
+
+    return {name: float(weight) for name, (weight, _) in FAMILIES.items()}
 
 
 class Campaign:
@@ -134,6 +149,7 @@ class Campaign:
             raise CampaignError(str(exc)) from None
         self.progress = progress or Progress(interval_s=config.progress_interval_s)
         self.generate = config.generate or _default_generate
+        self.steer = config.generate is None or bool(config.families)  # generate can be steered to a family
         self.lock = threading.RLock()  # re-entrant: budget checks count the backlog while a case is claimed
         self.stop = threading.Event()
         self.dirty = False
@@ -152,7 +168,10 @@ class Campaign:
         try:
             self._load()
             self.lanes: Lanes = self._open_lanes()
+            self._load_schedule()
         except BaseException as exc:
+            if hasattr(self, "lanes"):
+                self.lanes.close()
             self.store.unlock()
             if isinstance(exc, StoreError):
                 raise CampaignError(str(exc)) from None
@@ -176,8 +195,12 @@ class Campaign:
 
     def _load(self) -> None:
         state = self.store.load_state()
+        wanted = self.cfg.schedule
+        if wanted is not None and wanted not in SCHEDULES:
+            raise CampaignError(f"unknown schedule {wanted!r} (known: {', '.join(SCHEDULES)})")
         if state is None:
-            self.state = CampaignState(self.cfg.seed, list(self.cfg.executors))
+            self.state = CampaignState(self.cfg.seed, list(self.cfg.executors),
+                                       schedule=wanted or self.cfg.schedule_default, schedule_block=0)
         else:
             if state.get("version") != STATE_VERSION:
                 raise CampaignError(f"{self.store.root}: state version {state.get('version')} is not {STATE_VERSION}")
@@ -185,6 +208,11 @@ class Campaign:
                 raise CampaignError(f"{self.store.root} holds a campaign with seed {state.get('seed')}, not "
                                     f"{self.cfg.seed}: resume with the same seed or use another --out")
             self.state = CampaignState.from_json(state)
+            if self.state.schedule not in SCHEDULES:
+                raise CampaignError(f"{self.store.root}: state.json names an unknown schedule {self.state.schedule!r}")
+            if wanted is not None and wanted != self.state.schedule:
+                raise CampaignError(f"{self.store.root} holds a campaign with --schedule {self.state.schedule}, not "
+                                    f"{wanted}: resume it with the same schedule (or none) or use another --out")
         for rec in self.store.load_findings():
             sig = rec["signature"]
             rec["count"] = max(int(rec.get("count", 1)), int(self.state.counts.get(sig, 0)))
@@ -206,6 +234,68 @@ class Campaign:
         """Campaign seconds across all invocations (first_seen_s is measured on this clock)."""
         return self.elapsed_before + time.monotonic() - self.t_start
 
+    # ------------------------------------------------------------ schedule
+
+    def _load_schedule(self) -> None:
+        """The planner, and the results of finished case indices read back (adaptive: folded again on claims)."""
+        if self.state.schedule_block < 1:  # a new campaign (a resume keeps the blocks it started with)
+            self.state.schedule_block = max(1, int(self.cfg.schedule_block or max(BLOCK, 2 * self.lanes.count)))
+        self.block = self.state.schedule_block
+        executors = [e for e in self.cfg.executors if e not in ORACLE_EXECUTORS]
+        requires = {e: f"{e.split('/', 1)[0]}/{BASE_VARIANT[e.split('/', 1)[0]]}" for e in executors
+                    if e.split("/", 1)[0] in BASE_VARIANT}
+        families = (self.cfg.families or _base_families()) if self.steer else None
+        self.planner = Planner(self.cfg.seed, executors, families, pinned=[SEMANTIC_ORACLE], requires=requires,
+                               block_size=self.block)
+        self.adaptive = self.state.schedule == "adaptive"
+        self.stats = Stats()
+        self.plans: dict[int, BlockPlan] = {}
+        pending = set(self.todo_pending)
+        self.results: dict[int, CaseResult] = {}
+        for rec in self.store.load_records(ARM_RESULTS, valid_result):
+            i = rec["index"]
+            if i < self.state.next_index and i not in pending:
+                self.results[i] = CaseResult.from_json(rec)  # a case run twice (killed before a flush): the last
+        if self.adaptive:  # a finished case whose result is lost is run again: later blocks are planned from it
+            lost = [i for i in range(self.state.next_index) if i not in self.results and i not in pending]
+            self.todo_pending = sorted(pending | set(lost))
+        self._fold()
+
+    def _fold(self) -> None:
+        """Fold every whole block of finished cases not folded yet, in block order, planning the block each one
+        completes the data of (block k is planned from blocks <= k - LAG); call under the lock."""
+        if self.adaptive and self.stats.blocks == 0 and not self.plans:
+            for k in range(LAG):
+                self.plans[k] = self.planner.plan(k, self.stats)
+        while True:
+            first = self.stats.blocks * self.block
+            block = [self.results.get(i) for i in range(first, first + self.block)]
+            if any(r is None for r in block):
+                return
+            self.stats.fold([r for r in block if r is not None])
+            self.plans.pop(self.stats.blocks - 1, None)  # every case of it is done
+            if self.adaptive:
+                self.plans[self.stats.blocks + LAG - 1] = self.planner.plan(self.stats.blocks + LAG - 1, self.stats)
+
+    def _record_result(self, index: int, result: CheckResult) -> None:
+        """Keep a finished case's result for the schedule (arm-results.jsonl first, then in memory)."""
+        keys = case_keys(result.findings, result.outcomes)
+        found: dict[str, list[tuple[str, str]]] = {}
+        for f in result.findings:
+            found.setdefault(f.executor, []).append((f.signature, keys[f.signature]))
+        family = str(result.case.meta.get("family", ""))
+        rec = CaseResult(index, family, tuple(result.outcomes), {e: tuple(v) for e, v in found.items()})
+        self.store.append_record(ARM_RESULTS, rec.to_json())
+        with self.lock:
+            self.results[index] = rec
+            self._fold()
+
+    def schedule_summary(self) -> dict[str, Any]:
+        """What schedule.json holds."""
+        with self.lock:
+            return {"schedule": self.state.schedule, "block": self.block, "lag": LAG, "steered": self.steer,
+                    "cases_recorded": len(self.results), **self.planner.summary(self.stats)}
+
     def flush(self, force: bool = False) -> None:
         """Write findings then state, atomically, if anything changed."""
         with self.lock:
@@ -218,6 +308,7 @@ class Campaign:
             self.state.counts = {s: r["count"] for s, r in self.records.items()}
             state = self.state.to_json()
             self.dirty = False
+        atomic_write(self.store.root / SCHEDULE, dumps(self.schedule_summary()) + "\n")
         self.store.save_findings(records)
         self.store.save_bugs(bugs)
         self.store.save_state(state)
@@ -239,22 +330,34 @@ class Campaign:
             return "max-tests"
         return None
 
-    def _next_item(self) -> tuple[str, Any, Case, int] | None:
+    def _next_item(self) -> tuple[str, Any, Case, int, list[str] | None] | None | str:
         """Claim the next case (seed files first, then unfinished indices, then new ones) and reserve its tests.
 
-        Cases are made under the lock, in order, so a --max-tests bound selects the same cases every run.
+        Cases are made under the lock, in order, so a --max-tests bound selects the same cases every run. With
+        the adaptive schedule the case's family and executors come from its block's plan; "wait" when that plan
+        waits for earlier blocks to finish. The executors are None where every executor runs the case.
         """
         with self.lock:
             if self._budget_left():
                 return None
+            executors: list[str] | None = None
             if self.todo_seeds:
                 kind, item = "seed", self.todo_seeds[0]
                 case = load_case(item)
             else:
                 kind = "index"
                 item = self.todo_pending[0] if self.todo_pending else self.state.next_index
-                case = self.generate(self.cfg.seed, item)
-            tests = len(self.cfg.executors) * len(case.input_sets)
+                if self.adaptive:
+                    plan = self.plans.get(item // self.block)
+                    if plan is None:
+                        return "wait"
+                    family = plan.assignments[item % self.block].family
+                    case = self.generate(self.cfg.seed, item, [family]) if self.steer and family else \
+                        self.generate(self.cfg.seed, item)
+                    executors = self.planner.executors_for(plan, item, str(case.meta.get("family", "")))
+                else:
+                    case = self.generate(self.cfg.seed, item)
+            tests = len(self.cfg.executors if executors is None else executors) * len(case.input_sets)
             if self.cfg.max_tests is not None and self.state.tests + self.reserved + tests > self.cfg.max_tests:
                 self.stop_reason = "max-tests"
                 return None
@@ -268,7 +371,7 @@ class Campaign:
                 self.in_flight.add(item)
             self.reserved += tests
             self.dirty = True
-            return (kind, item, case, tests)
+            return (kind, item, case, tests, executors)
 
     def minimize_s_mean(self) -> float:
         """Mean seconds a bug's minimization (and confirmation) took in this run; 30 until one is measured."""
@@ -292,7 +395,7 @@ class Campaign:
                 bisect.insort(self.todo_pending, item)
             self.dirty = True
 
-    def _items(self, lane: int = 0) -> Iterator[tuple[str, Any, Case, int]]:
+    def _items(self, lane: int = 0) -> Iterator[tuple[str, Any, Case, int, list[str] | None]]:
         """Cases for one lane. Local lanes after the first yield their core to the minimizer while backend bugs
         wait for it: a new bug is worth more than more cases that mostly find known ones. (Ray lanes do not:
         the minimizer runs on the driver's machine, not on theirs.)"""
@@ -302,7 +405,10 @@ class Campaign:
                    and self._budget_left() is None):
                 time.sleep(0.5)
             item = self._next_item()
-            if item is None:
+            if item == "wait":  # the case's block is planned from earlier blocks still running on other lanes
+                time.sleep(0.05)
+                continue
+            if item is None or isinstance(item, str):
                 return
             yield item
 
@@ -313,10 +419,10 @@ class Campaign:
         try:
             rows: list[dict[str, Any]] = []
             last_rows = time.monotonic()
-            for kind, item, case, reserved in self._items(lane):
+            for kind, item, case, reserved, executors in self._items(lane):
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
                 try:
-                    result = runner.check(case)
+                    result = runner.check(case) if executors is None else runner.check(case, executors)
                 except LaneLost as exc:
                     self._requeue(kind, item, reserved)
                     if not self._lane_lost(lane, label, str(exc), runner):
@@ -328,6 +434,8 @@ class Campaign:
                 keys = case_keys(result.findings, result.outcomes)
                 for finding in result.findings:
                     self._handle(finding, keys[finding.signature], result, runner)
+                if kind == "index":
+                    self._record_result(item, result)
                 with self.lock:
                     self.reserved -= reserved
                     self.state.tests += sum(len(v) for v in result.outcomes.values())

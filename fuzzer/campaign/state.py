@@ -23,6 +23,8 @@ class CampaignState:
     elapsed_s: float = 0.0  # campaign seconds over all invocations
     counts: dict[str, int] = field(default_factory=dict)  # signature -> hits
     invocations: int = 0
+    schedule: str = "uniform"  # 'adaptive' or 'uniform' (fuzzer.campaign.schedule); a resume keeps it
+    schedule_block: int = 8  # case indices per planning block (0 until a new campaign has chosen it)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object."""

@@ -80,7 +80,7 @@ RECORD_FIELDS: dict[str, tuple[type, ...]] = {"signature": (str,), "oracle": (st
 STATE_FIELDS: dict[str, tuple[type, ...]] = {
     "version": (int,), "seed": (int,), "next_index": (int,), "pending": (list,), "seeds_done": (list,),
     "cases": (int,), "tests": (int,), "elapsed_s": (int, float), "counts": (dict,), "invocations": (int,),
-    "executors": (list,)}
+    "executors": (list,), "schedule": (str,), "schedule_block": (int,)}
 _ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
@@ -118,6 +118,8 @@ def _state_problem(state: Any) -> str | None:
         return "field 'counts' must map signatures to counts"
     if not all(isinstance(v, str) for v in state.get("seeds_done", [])):
         return "field 'seeds_done' must list file names"
+    if state.get("schedule_block", 1) < 1:
+        return "field 'schedule_block' must be at least 1"
     if state.get("next_index", 0) < 0:
         return "field 'next_index' is negative"
     if not math.isfinite(state.get("elapsed_s", 0.0)) or state.get("elapsed_s", 0.0) < 0:
@@ -328,6 +330,10 @@ class CampaignStore:
     def save_bugs(self, records: list[dict[str, Any]]) -> None:
         """Atomically rewrite bugs.jsonl (records in order of discovery)."""
         atomic_write(self.root / BUGS, "".join(dumps(r) + "\n" for r in records))
+
+    def load_records(self, name: str, valid: Callable[[Any], bool]) -> list[dict[str, Any]]:
+        """The valid records of an append-only JSON-lines log (unreadable lines are kept in NAME.damaged)."""
+        return self._load_jsonl(name, valid)
 
     def append_record(self, name: str, record: dict[str, Any]) -> None:
         """Append one JSON line to NAME (fsync'd: an append-only log such as internal-errors.jsonl)."""

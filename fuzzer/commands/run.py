@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
+from ..campaign.schedule import SCHEDULES
 from .common import (
     EXIT_OK,
     UsageError,
@@ -61,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_int, default=0, help="generator seed")
     parser.add_argument("--no-seeds", action="store_true", help="skip the seed corpus (corpus/seeds) at the start")
     parser.add_argument("--seeds-dir", default=str(DEFAULT_SEEDS), help="seed corpus directory")
+    parser.add_argument("--schedule", choices=SCHEDULES, default=None,
+                        help="adaptive: a bandit over (op family x executor) steers the generator and skips executors "
+                             "whose recent tests found no new bug on a family (never below 1 case in 4; torch/eager "
+                             "always runs), deterministic per seed; uniform: every executor runs every case. "
+                             "Default: the one a resumed campaign was started with, else adaptive")
     add_campaign_arguments(parser)
 
 
@@ -126,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.out:
             raise UsageError("--out needs a directory name")  # Path("") is the working directory
         cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
+        cfg.schedule, cfg.schedule_default = args.schedule, "adaptive"
         existed = cfg.out.exists()
         try:
             campaign = Campaign(cfg)
@@ -138,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
             raise
     except (UsageError, CampaignError) as exc:
         return fail(str(exc))
-    print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {campaign.lanes.describe()}; seed {cfg.seed}"
+    print(f"campaign {cfg.out}: executors {', '.join(cfg.executors)}; {campaign.lanes.describe()}; seed {cfg.seed}; "
+          f"{campaign.state.schedule} schedule"
           + (f"; resuming at case {campaign.state.next_index}" if campaign.state.invocations > 1 else ""),
           file=sys.stderr)
     stop_on_signals(campaign)
