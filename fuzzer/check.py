@@ -48,7 +48,7 @@ from .ir import (
 )
 from .isolation import ExecutorPool
 from .ops import OPS, is_cast
-from .outcome import Outcome
+from .outcome import Outcome, compile_seconds, compiles
 from .tvm_passes import PassSequenceError, check_sequence, derive_sequence
 
 SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right
@@ -67,6 +67,8 @@ class CheckResult:
     oracle_s: float = 0.0  # reference, ideals, eager runs, probes and oracles
     eager: dict[str, list[Outcome]] = field(default_factory=dict)  # executor -> eager's outcomes on its policy
     notes: list[str] = field(default_factory=list)  # numeric violations no single node explains, and the like
+    oracle_backend: dict[str, dict[str, float]] = field(default_factory=dict)  # executor -> compiles, compile_s, run_s
+    # the oracles spent on it (probes, eager's policy graphs, culprit-pass checks): backend work beyond the tests
 
     def row(self, name: str) -> dict[str, Any]:
         """Summary of one executor across input sets: worst status, dtypes, errors, verdict."""
@@ -316,6 +318,21 @@ class Checker:
                        ex.approximations())
 
     _options: dict[str, Any] = {}  # the case options of the check in progress (probes run with them too)
+    _spent: dict[str, dict[str, float]] = {}  # the check in progress: oracle_backend
+
+    def _oracle_run(self, name: str, graph: Graph, sets: list[Values], options: dict[str, Any] | None = None) -> list[Outcome]:
+        """A backend run the oracles need beyond the tests (a probe, eager on a policy graph): counted in _spent."""
+        outs = self.pool.run(name, graph, sets, options)
+        self._tally(name, outs)
+        return outs
+
+    def _tally(self, name: str, outs: list[Outcome]) -> None:
+        """Add backend work the oracles caused to the check in progress."""
+        tally = self._spent.setdefault(name, {"compiles": 0.0, "compile_s": 0.0, "run_s": 0.0})
+        for k, o in enumerate(outs):
+            tally["compiles"] += compiles(o, k)
+            tally["compile_s"] += compile_seconds(o, k)
+            tally["run_s"] += o.run_s
 
     def check(self, case: Case, executors: list[str] | None = None, culprits: bool = True) -> CheckResult:
         """Run `case` on the executors and judge the outcomes.
@@ -329,6 +346,8 @@ class Checker:
             self.pool.ensure(name)
         case = pin_passes(case, any("tvm_passes" in self.pool.executors[n].case_options for n in names))
         self._options = case_options(case)
+        if culprits:
+            self._spent = {}
         graph = case.graph
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
         outcomes: dict[str, list[Outcome]] = {}
@@ -399,7 +418,8 @@ class Checker:
             findings = [self._culprit(f, case) if "tvm_passes" in self.pool.executors[f.executor].case_options
                         and f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
-        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes)
+        spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in self._spent.items()} if culprits else {}
+        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, spent)
 
     @staticmethod
     def _numbers(numeric: Graph, sets: list[Values],
@@ -425,7 +445,10 @@ class Checker:
                 continue  # e.g. LegalizeOps while fusion passes remain
             tried.append(name)
             without = replace(case, tvm_passes=rest)
-            again = self.check(without, [finding.executor], culprits=False).findings
+            again = self.check(without, [finding.executor], culprits=False)
+            for name, outs in again.outcomes.items():  # the tests of a culprit check are oracle work here
+                self._tally(name, outs)
+            again = again.findings
             self._options = case_options(case)
             if not any(same_verdict(f, finding) for f in again):
                 return replace(finding, message=f"{finding.message} (after {name}: gone without it)",
@@ -448,7 +471,7 @@ class Checker:
         for s in subjects:
             key = keys[s.name]
             if key not in runs:
-                runs[key] = self.pool.run(self.semantic, s.policy, [rounded_inputs(s.policy, v) for v in sets])
+                runs[key] = self._oracle_run(self.semantic, s.policy, [rounded_inputs(s.policy, v) for v in sets])
             out[s.name] = runs[key]
         return out
 
@@ -466,7 +489,7 @@ class Checker:
         if 0 <= k < len(s.outcomes) and list(s.graph.outputs) == names:
             outcome = s.outcomes[k]
         else:
-            (outcome,) = self.pool.run(s.name, Graph(s.graph.inputs, s.graph.nodes, tuple(names)), [inputs],
+            (outcome,) = self._oracle_run(s.name, Graph(s.graph.inputs, s.graph.nodes, tuple(names)), [inputs],
                                        self._options)
         if not outcome.ok or outcome.outputs is None:
             return None
@@ -551,7 +574,7 @@ class Checker:
             return finding
         _, _, reported = probe
         names = tuple(reported)
-        (e,) = self.pool.run(self.semantic, Graph(s.policy.inputs, s.policy.nodes, names),
+        (e,) = self._oracle_run(self.semantic, Graph(s.policy.inputs, s.policy.nodes, names),
                              [rounded_inputs(s.policy, sets[finding.input_set])])
         if not e.ok:
             return finding

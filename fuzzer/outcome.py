@@ -88,3 +88,25 @@ def crash(signal: int | None, message: str = "", **kw: Any) -> Outcome:
 def timeout(seconds: float, **kw: Any) -> Outcome:
     """The backend did not answer in time."""
     return Outcome("timeout", seconds=seconds, **kw)
+
+
+def compiles(outcome: Outcome, index: int) -> int:
+    """Backend compilations one outcome cost: XLA counts its own, TVM says whether its program cache missed.
+
+    The input sets of a case share one prepare (its cost is on the first outcome), except where the worker
+    prepared each on its own (info["alone"], PRECFUZZ_BATCH_VARIANTS=0).
+    """
+    if "xla_compiles" in outcome.info:
+        return int(outcome.info["xla_compiles"])
+    first = index == 0 or bool(outcome.info.get("alone"))
+    if first and outcome.info.get("compiled"):
+        return 1
+    return 1 if first and outcome.status in ("error", "unsupported") and outcome.stage == "compile" else 0
+
+
+def compile_seconds(outcome: Outcome, index: int) -> float:
+    """Backend compile seconds one outcome cost: the shared prepare's on the first outcome (or on each one
+    prepared alone), plus what XLA compiled during this input set's own run (a value-specialized recompile)."""
+    if index == 0 or outcome.info.get("alone"):
+        return float(outcome.compile_s)
+    return float(outcome.info.get("xla_compile_s", 0.0))

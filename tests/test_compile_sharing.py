@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,21 @@ def test_input_sets_differ(case) -> None:
     sets = [input_values(case, k) for k in range(len(case.input_sets))]
     keys = [tuple(np.asarray(s[i.name]).tobytes() for i in case.graph.inputs) for s in sets]
     assert len(set(keys)) == len(keys)
+
+
+def test_oracle_backend_work_is_counted_not_hidden_in_the_overhead() -> None:
+    """A probe (the case graph with every node as an output, compiled again to pin a numeric finding on one
+    node) is a backend compile the oracles caused: CheckResult.oracle_backend and the runs rows count it, so
+    compiles per test and the overhead of `make bench` include it (regression: probes were uncounted)."""
+    from fuzzer.campaign.runner import Campaign
+    from tests.test_minimizer import layer_norm_plus_an_unrelated_branch
+
+    case = layer_norm_plus_an_unrelated_branch()
+    with ExecutorPool(["tvm/decompose", "torch/eager"]) as pool:
+        result = Checker(pool).check(case, ["tvm/decompose"])
+    assert any(f.oracle == "error-bound" for f in result.findings)
+    spent = result.oracle_backend["tvm/decompose"]
+    assert spent["compiles"] >= 1 and spent["compile_s"] > 0  # the probe of the two-output graph
+    clock = SimpleNamespace(elapsed=lambda: 0.0)  # the row builder reads only the result and the campaign's clock
+    rows = Campaign._rows(clock, result, "0")
+    assert sum(r["oracle_compiles"] for r in rows) == sum(int(t["compiles"]) for t in result.oracle_backend.values())

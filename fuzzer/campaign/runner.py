@@ -32,11 +32,20 @@ from ..executors import ORACLE_EXECUTORS, create
 from ..ir import Case, load_case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
-from ..outcome import Outcome
+from ..outcome import compile_seconds, compiles
 from .bug_book import KIND_ORDER, Bug, BugBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .progress import Progress, Snapshot
-from .schedule import BLOCK, LAG, SCHEDULES, BlockPlan, CaseResult, Planner, Stats, valid_result
+from .schedule import (
+    BLOCK,
+    LAG,
+    SCHEDULES,
+    BlockPlan,
+    CaseResult,
+    Planner,
+    Stats,
+    valid_result,
+)
 from .state import STATE_VERSION, CampaignState
 from .store import CampaignStore, StoreError, atomic_write, dumps
 
@@ -94,28 +103,6 @@ class CampaignSummary:
     backend_s: float
     per_executor: dict[str, dict[str, float]] = field(default_factory=dict)
     stopped_by: str = ""
-
-
-def compiles(outcome: Outcome, index: int) -> int:
-    """Backend compilations one outcome cost: XLA counts its own, TVM says whether its program cache missed.
-
-    The input sets of a case share one prepare (its cost is on the first outcome), except where the worker
-    prepared each on its own (info["alone"], PRECFUZZ_BATCH_VARIANTS=0).
-    """
-    if "xla_compiles" in outcome.info:
-        return int(outcome.info["xla_compiles"])
-    first = index == 0 or bool(outcome.info.get("alone"))
-    if first and outcome.info.get("compiled"):
-        return 1
-    return 1 if first and outcome.status in ("error", "unsupported") and outcome.stage == "compile" else 0
-
-
-def compile_seconds(outcome: Outcome, index: int) -> float:
-    """Backend compile seconds one outcome cost: the shared prepare's on the first outcome (or on each one
-    prepared alone), plus what XLA compiled during this input set's own run (a value-specialized recompile)."""
-    if index == 0 or outcome.info.get("alone"):
-        return float(outcome.compile_s)
-    return float(outcome.info.get("xla_compile_s", 0.0))
 
 
 def lane_env(lane: int, executors: list[str]) -> dict[str, str]:
@@ -444,6 +431,8 @@ class Campaign:
                         self.backend_s[name] += sum(compile_seconds(o, k) + o.run_s
                                                     for k, o in enumerate(result.outcomes[name]))
                         self.tests_by_executor[name] += len(result.outcomes[name])
+                    for name, spent in result.oracle_backend.items():  # probes, eager policy runs, culprit checks
+                        self.backend_s[name] += spent["compile_s"] + spent["run_s"]
                     if kind == "seed":
                         self.state.seeds_done.append(item.name)
                     else:
@@ -513,7 +502,18 @@ class Campaign:
                     "ratio": max((j.stats.ratio for j in mine), default=float("nan")),
                     "compile_s": compile_seconds(o, k), "run_s": o.run_s, "compiles": made,
                     "program": program, "shared_with": "" if shared == name else shared,
+                    "oracle_compiles": 0, "oracle_backend_s": 0.0,
                 })
+        # backend work the oracles spent on the case (probes, eager on policy graphs, culprit checks) goes on the
+        # executor's first row, or on the case's first row where that executor ran no test of it
+        first = {}
+        for row in rows:
+            first.setdefault(row["executor"], row)
+        for name, spent in result.oracle_backend.items():
+            row = first.get(name) or (rows[0] if rows else None)
+            if row is not None:
+                row["oracle_compiles"] += int(spent["compiles"])
+                row["oracle_backend_s"] += spent["compile_s"] + spent["run_s"]
         return rows
 
     # ------------------------------------------------------------ findings and bugs
