@@ -385,7 +385,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     lines += _input_lines(case, set_index, make, listed=True)[0]
     kwargs = any(not isinstance(p, str) for p in ex.passes)
     takes = bool(ex.passes or fallback)
-    params = ", ".join(["T"] * accuracy + ["passes"] * takes)
+    params = ", ".join(["T"] * accuracy + ["passes=()"] * takes)  # () where only the exact answer's run takes passes
     lines += [f"def run({params}):  # build{' in dtypes T' if accuracy else ''}, "
               f"{'apply the passes, ' if takes else ''}compile for the CPU, run on the inputs",
               f"    mod = build_module({'T' if accuracy else ''})"]
@@ -411,10 +411,14 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                       "except Exception:  # an op without a float64 kernel: float32 then",
                       f"    expected = run(FP32, {fallback!r}){one}"]
         runs = ["actual", "control"] + ["off"] * bool(mine)
-        calls = ([f"run({on}){one}", f"run(FP32{', PASSES' if mine else ''}){one}"]
-                 + [f"run(DECLARED, []){one}"] * bool(mine))
-        lines.append(f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
-                     + ("; off: without PASSES" if mine else ""))
+        calls = ([f"got{one}", f"tried(got, FP32{', PASSES' if mine else ''}){one}"]
+                 + [f"tried(got, DECLARED, []){one}"] * bool(mine))
+        lines += ["def tried(like, *args):  # a control run; NaN where it does not build (say, an op without that dtype)",
+                  "    try: return run(*args)",
+                  "    except Exception: return [np.full(np.shape(a), np.nan) for a in like]",
+                  f"got = run({on})",
+                  f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
+                  + ("; off: without PASSES" if mine else "")]
         lines += _compare(single, ["expected"] + runs, [
             "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
             "scale = np.maximum(np.abs(@expected).ravel(), np.sqrt(np.mean(np.square(@expected))))",

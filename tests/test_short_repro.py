@@ -72,7 +72,7 @@ def xla_dtype_case() -> Case:
 
 def test_tvm_one_node_bound_bug_is_short_and_fails_alone_then_passes_without_the_pass(tmp_path: Path) -> None:
     path, text = script_for(load_case(TVM_SEED), finding("error-bound", "tvm/decompose", ["layer_norm"]), tmp_path)
-    assert len(text.splitlines()) <= 43, text  # 40 + the oracle's bound restated in ULPs (scale, ulps, ratio)
+    assert len(text.splitlines()) <= 47, text  # 40 + the bound in ULPs (3) + controls that may not build (4)
     standalone(text)
     assert 'PASSES = ["DecomposeOpsForTraining"]' in text
     proc = run_alone(path)
@@ -237,3 +237,20 @@ def test_xla_bmm_b6e13de9b2_script_exits_1_as_the_oracle_reported(tmp_path: Path
     proc = run_alone(path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "[746]:" in proc.stdout and "3.21x the allowed error" in proc.stdout, proc.stdout
+
+
+BF16_LN_CASE = Path(__file__).resolve().parent / "fixtures" / "tvm-decompose-layernorm-bf16-b6d999e4ee.json"
+
+
+def test_regression_a_control_that_cannot_build_does_not_crash_the_tvm_script(tmp_path: Path) -> None:
+    """triage7's b6d999e4ee: bfloat16 layer_norm after DecomposeOpsForTraining; the 'without PASSES' control
+    cannot build (TVM's layer_norm has no bfloat16 kernel), which crashed the script (exit 2) instead of the bug
+    showing (exit 1). A control that does not build is NaN and named so."""
+    f = Finding("error-bound", "tvm/decompose", ["layer_norm"], ["bfloat16->bfloat16"], "bound", "layer_norm: 2.99x",
+                ratio=2.9884154351934975, input_set=0, node="layer_norm1")
+    path, text = script_for(load_case(BF16_LN_CASE), f, tmp_path)
+    standalone(text)
+    proc = run_alone(path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "nan without" in proc.stdout and "BUG REPRODUCED" in proc.stdout, proc.stdout
+    assert len(text.splitlines()) <= 60
