@@ -10,7 +10,8 @@ cause and drops what does not:
 - backend: the family (torch_xla, tvm, torch, neuron; `model` for model hazards), not the policy;
 - op: the op the finding is localized on (after minimization: the essential op); for a backend's bug, the op
   family where a backend lowers the family to one primitive (conv1d/2d/3d: one convolution; matmul/bmm: one
-  dot), so one lowering's bug is one record;
+  dot), so one lowering's bug is one record; `*` for a silent downcast (a backend that runs mixed operand
+  dtypes PyTorch rejects lacks one check, whatever op shows it) and an importer's non-accuracy errors;
 - class: what went wrong, coarsened: `accuracy` merges out-of-bound errors, non-finite values and
   computing in a narrower format; `underflow`; the status error class; `dtype`; `downcast`; `hazard`;
 - dtype class: the narrowest floating-point dtype the op computes in (`float32`; float16 and bfloat16
@@ -98,6 +99,8 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
     if finding.executor in FRONTENDS and error_family(finding) not in ("accuracy", "underflow"):
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
+    if finding.oracle == "silent-downcast":
+        ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
     return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
                      variant_of(finding, pipeline_specific)])
 
