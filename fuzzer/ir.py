@@ -334,7 +334,9 @@ def load_case(path: str | Path) -> Case:
 
 def save_case(case: Case, path: str | Path) -> Path:
     """Write a case as pretty, key-sorted JSON (byte-identical for equal cases)."""
-    from .outfiles import replace_file  # refuses a device, FIFO or directory in its place; follows a symlink
+    from .outfiles import (
+        replace_file,  # refuses a device, FIFO or directory in its place; follows a symlink
+    )
 
     return replace_file(path, json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n", sync=False)
 
