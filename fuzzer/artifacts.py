@@ -19,6 +19,7 @@ from . import report_draft
 from .executors import create
 from .export import render_script
 from .ir import Case, case_options, save_case
+from .outfiles import replace_file
 from .repro import render as render_short
 
 REPRO, REPRO_FULL, REPORT, CASE = "repro.py", "repro_full.py", "report.md", "case.json"
@@ -38,12 +39,7 @@ class Artifacts:
 
 
 def _write(path: Path, text: str, executable: bool = False) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    if executable:
-        tmp.chmod(0o755)
-    tmp.replace(path)
+    replace_file(path, text, mode=0o755 if executable else None, sync=False)
     return path
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -198,6 +196,8 @@ def graph_from_json(obj: Any, input_sets: int = 1, trusted: bool = False) -> Gra
         shape = _shape(raw, where, trusted)
         try:
             dtype = check_dtype(_field(raw, "dtype", where, str))
+        except IRError:
+            raise  # already says where
         except ValueError as exc:
             raise IRError(f"{where}: {exc}") from None
         role, kind = raw.get("role", "input"), raw.get("kind", "tensor")
@@ -334,12 +334,11 @@ def load_case(path: str | Path) -> Case:
 
 def save_case(case: Case, path: str | Path) -> Path:
     """Write a case as pretty, key-sorted JSON (byte-identical for equal cases)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # one per writer
-    tmp.write_text(json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
-    return path
+    from .outfiles import (
+        replace_file,  # refuses a device, FIFO or directory in its place; follows a symlink
+    )
+
+    return replace_file(path, json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n", sync=False)
 
 
 # ---------------------------------------------------------------- typing

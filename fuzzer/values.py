@@ -115,7 +115,7 @@ def check_spec(spec: Any, shape: tuple[int, ...] | None = None) -> None:
         return
     seed = spec.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueSpecError(f"seed must be an integer in 0..2**63-1, got {str(seed)[:40]}")
+        raise ValueSpecError(f"seed must be an integer in 0..2**63-1, got {repr(seed)[:40]}")
     expression(spec)
 
 

@@ -649,3 +649,199 @@ def test_adversarial3_float_to_int_cast_beyond_int32_is_a_note_not_a_finding(wor
     status, out, err = cli(["check", "cast.json", "--executors", "torch/eager"], capsys)
     assert status == 0, out + err
     assert "no findings" in out and "note: input set 0: out casts NaN, inf or values beyond the int type" in out
+
+
+# ---- a fourth adversarial pass (352 inputs, 344 handled well): each failure it found, now handled
+
+def _adv4_state(**fields: Any) -> str:
+    """A state.json a campaign could have written, with `fields` changed."""
+    from fuzzer.campaign.state import CampaignState
+
+    return json.dumps({**CampaignState(0, ["debug/faults"], cases=3, next_index=3, schedule="adaptive").to_json(),
+                       **fields})
+
+
+# (id, argv, what to make first, needle): an output path that exists and is not a regular file is refused before
+# any work (a rename over it replaced /dev/full itself, and users' FIFOs, with a JSON file)
+ADVERSARIAL4_OUTPUTS: list[tuple[str, list[str], str]] = [
+    ("audit-save-case-fifo", ["audit", "model.py", "--executors", "torch/eager", "--save-case", "fifo"], "is a FIFO"),
+    ("audit-save-case-dir", ["audit", "model.py", "--executors", "torch/eager", "--save-case", "dir"], "directory"),
+    ("audit-save-case-link-to-fifo", ["audit", "model.py", "--executors", "torch/eager", "--save-case", "fifolink"],
+     "is a FIFO"),
+    ("minimize-out-fifo", ["minimize", "case.json", "--executors", "torch/eager", "--out", "fifo"], "is a FIFO"),
+    ("export-out-fifo", ["export", "case.json", "--executor", "torch/eager", "--out", "fifo"], "is a FIFO"),
+    ("export-report-fifo", ["export", "case.json", "--executor", "torch/eager", "--out", "r.py", "--report", "fifo"],
+     "is a FIFO"),
+    ("smoke-junit-fifo", ["smoke", "--out", "s", "--junit", "fifo", "--max-tests", "1", "--executors", "torch/eager"],
+     "is a FIFO"),
+    ("smoke-write-baseline-eq-junit", ["smoke", "--out", "s", "--write-baseline", "x.json", "--junit", "x.json",
+                                       "--max-tests", "1", "--executors", "torch/eager"], "are the same file"),
+    ("smoke-junit-eq-summary", ["smoke", "--out", "s", "--summary", "x.md", "--junit", "./x.md",
+                                "--max-tests", "1", "--executors", "torch/eager"], "are the same file"),
+    ("smoke-junit-eq-default-summary", ["smoke", "--out", "s", "--junit", "s/smoke.md",
+                                        "--max-tests", "1", "--executors", "torch/eager"], "are the same file"),
+    ("smoke-junit-is-campaign-state", ["smoke", "--out", "s", "--junit", "s/state.json",
+                                       "--max-tests", "1", "--executors", "torch/eager"], "a file the campaign keeps"),
+    ("generate-families-empty", ["generate", "--count", "1", "--families", "", "--out", "gen"], "names no family"),
+    ("generate-families-commas", ["generate", "--count", "1", "--families", " , ", "--out", "gen"], "names no family"),
+    ("generate-out-empty", ["generate", "--count", "1", "--out", "", "--stats"], "--out is empty"),
+    ("minimize-out-empty", ["minimize", "case.json", "--executors", "torch/eager", "--out", ""], "--out is empty"),
+    ("minimize-signature-empty", ["minimize", "case.json", "--signature", ""], "--signature is empty"),
+    ("audit-save-case-empty", ["audit", "model.py", "--save-case", ""], "--save-case is empty"),
+    ("audit-out-empty", ["audit", "model.py", "--out", ""], "--out is empty"),
+    ("run-seeds-dir-empty", ["run", "--out", "camp", "--seeds-dir", "", "--executors", "debug/faults", "--max-tests", "1",
+                             "--no-minimize"], "--seeds-dir needs a directory name"),
+    ("report-dir-empty", ["report", ""], "the campaign directory is empty"),
+]
+
+
+@pytest.mark.parametrize("name, argv, needle", ADVERSARIAL4_OUTPUTS, ids=[c[0] for c in ADVERSARIAL4_OUTPUTS])
+def test_adversarial4_output_that_is_no_regular_file_or_clashes_is_refused(
+        name: str, argv: list[str], needle: str, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    save_case(example("add"), workdir / "case.json")
+    (workdir / "model.py").write_text("raise SystemExit('the model must not be loaded')\n")
+    os.mkfifo(workdir / "fifo")
+    (workdir / "fifolink").symlink_to("fifo")
+    (workdir / "dir").mkdir()
+    before = tree(workdir)
+    status, _, err = cli(argv, capsys)
+    assert_refused(status, err, needle)
+    assert tree(workdir) == before  # the FIFO is still a FIFO, nothing written
+    assert (workdir / "fifo").is_fifo() and (workdir / "fifolink").is_symlink()
+
+
+def test_adversarial4_writers_never_replace_a_special_file_and_leave_no_temp_file(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """save_case and the campaign's atomic_write renamed a temp file over whatever held the name (a FIFO, a
+    device, a directory); a failed write left its .tmp file behind."""
+    from fuzzer.campaign.store import atomic_write
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "dir").mkdir()
+    for target in (fifo, tmp_path / "dir"):
+        for write in (lambda p: save_case(example("add"), p), lambda p: atomic_write(p, "{}\n")):
+            with pytest.raises(OSError, match="not replacing it"):
+                write(target)
+    assert fifo.is_fifo() and (tmp_path / "dir").is_dir()
+    # a symlink is written through: its target gets the case, the link stays a link
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to("real.json")
+    save_case(example("add"), tmp_path / "link.json")
+    assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "real.json").read_text())["nodes"]
+
+    def refuse(*_: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write(tmp_path / "state.json", "{}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir", "fifo", "link.json", "real.json"]
+
+
+# (id, state.json fields, needle): out-of-range or inconsistent numbers are a damaged state, refused in one line
+# before any case runs (next_index 10**30 built a list over range(next_index): 6 GB and a hang)
+ADVERSARIAL4_STATES: list[tuple[str, dict[str, Any], str]] = [
+    ("next-index-huge", {"next_index": 10**30}, "'next_index' must be an integer in 0.."),
+    ("next-index-past-cases", {"next_index": 1000}, "is more than the cases run (3)"),
+    ("cases-huge", {"cases": 10**20}, "'cases' must be an integer"),
+    ("tests-negative", {"tests": -1}, "'tests' must be an integer"),
+    ("invocations-huge", {"invocations": 2**62}, "'invocations' must be"),
+    ("pending-past-next-index", {"pending": [7]}, "'pending' lists a case index at or past 'next_index'"),
+    ("schedule-block-huge", {"schedule_block": 10**12}, "'schedule_block' must be an integer in 1.."),
+    ("counts-huge", {"counts": {"s": 10**30}}, "'counts' must map signatures to counts in 0.."),
+    ("nested-deep", None, "nested too deeply"),
+]
+
+
+@pytest.mark.parametrize("name, fields, needle", ADVERSARIAL4_STATES, ids=[c[0] for c in ADVERSARIAL4_STATES])
+def test_adversarial4_state_with_numbers_out_of_range_is_damaged(
+        name: str, fields: dict[str, Any] | None, needle: str, workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / "camp").mkdir()
+    (workdir / "camp" / "state.json").write_text("[" * 100_000 if fields is None else _adv4_state(**fields))
+    text = (workdir / "camp" / "state.json").read_text()
+    status, _, err = cli([*RUN, "--seed", "0"], capsys)
+    assert_refused(status, err, needle)
+    assert "state.json is damaged" in err
+    assert os.listdir(workdir / "camp") == ["state.json"]  # no lock left behind either
+    assert (workdir / "camp" / "state.json").read_text() == text
+
+
+def test_adversarial4_lost_case_results_are_counted_not_listed(workdir: Path, capsys) -> None:
+    """A consistent but enormous state (a trillion cases, no arm-results.jsonl) is refused without building a
+    list over range(next_index); a few lost results are found from the gaps between the kept ones."""
+    (workdir / "camp").mkdir()
+    (workdir / "camp" / "state.json").write_text(_adv4_state(next_index=10**12, cases=10**12))
+    status, _, err = cli([*RUN, "--seed", "0"], capsys)
+    assert_refused(status, err, "state.json is damaged: next_index 1000000000000 but only 0 case results are kept")
+    assert not (workdir / "camp" / ".lock").exists()
+
+    from fuzzer.campaign.runner import Campaign
+
+    class Fake:
+        results = {0: 1, 2: 1, 3: 1}
+        state = type("S", (), {"next_index": 7})()
+
+    assert Campaign._lost(Fake(), {5}) == [1, 4, 6]  # type: ignore[arg-type]
+
+
+def test_adversarial4_campaign_file_that_is_a_directory_is_refused_before_any_case_runs(workdir: Path, capsys) -> None:
+    """schedule.json replaced by a directory: the campaign ran, then failed naming .schedule.json.<pid>.<tid>.tmp
+    and left that file behind."""
+    (workdir / "camp").mkdir()
+    for name in ("schedule.json", "arm-results.jsonl", "bugs.jsonl.damaged"):
+        (workdir / "camp" / name).mkdir()
+        status, _, err = cli([*RUN, "--seed", "0"], capsys)
+        assert_refused(status, err, f"camp/{name} is a directory, not a regular file; move it away")
+        assert os.listdir(workdir / "camp") == [name] and not os.listdir(workdir / "camp" / name)
+        (workdir / "camp" / name).rmdir()
+
+
+@pytest.mark.parametrize("name", ["findings.jsonl", "bugs.jsonl", "arm-results.jsonl"])
+def test_adversarial4_jsonl_line_nested_too_deep_or_too_long_is_quarantined(name: str, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bugs.jsonl line of 100000 '[' ended the campaign with 'internal error: RecursionError' (exit 3)."""
+    from fuzzer.campaign import store as store_mod
+    from fuzzer.campaign.store import CampaignStore
+
+    monkeypatch.setattr(store_mod, "MAX_LINE_CHARS", 1000)
+    (tmp_path / name).write_text("[" * 100_000 + "\n" + '{"x": "' + "y" * 2000 + '"}\n' + "[1]\n")
+    warnings: list[str] = []
+    assert CampaignStore(tmp_path, warn=warnings.append).load_records(name, lambda r: isinstance(r, list)) == [[1]]
+    assert len((tmp_path / f"{name}.damaged").read_text().splitlines()) == 2
+    assert len(warnings) == 1 and "2 line(s) could not be read" in warnings[0]
+
+
+def test_adversarial4_report_reads_damaged_lines_without_moving_them(workdir: Path, capsys) -> None:
+    """`report` (a reader) moved unreadable lines of findings.jsonl/bugs.jsonl into *.damaged files."""
+    from fuzzer.campaign.store import CampaignStore
+
+    camp = workdir / "camp"
+    camp.mkdir()
+    (camp / "findings.jsonl").write_text("not json\n")
+    (camp / "bugs.jsonl").write_text("[" * 100_000 + "\n")
+    warnings: list[str] = []
+    store = CampaignStore(camp, warn=warnings.append, read_only=True)
+    assert store.load_findings() == [] and store.load_bugs() == []
+    assert sorted(p.name for p in camp.iterdir()) == ["bugs.jsonl", "findings.jsonl"]
+    assert len(warnings) == 2 and all("are left out" in w for w in warnings)
+    from fuzzer.campaign import report
+
+    assert "read_only=True" in Path(report.__file__).read_text()
+
+
+def test_adversarial4_messages_do_not_repeat_their_prefix_and_quote_wrong_values(workdir: Path, capsys) -> None:
+    """C21 said "input 'a': input 'a': field 'dtype' ..."; C57 reported the string seed "1" as "got 1"."""
+    obj = case_to_json(example("add"))
+    obj["inputs"][0]["dtype"] = 16
+    (workdir / "c21.json").write_text(json.dumps(obj))
+    status, _, err = cli(["check", "c21.json", "--executors", "torch/eager"], capsys)
+    assert_refused(status, err, "field 'dtype' has the wrong type (int)")
+    name = obj["inputs"][0]["name"]
+    assert err.count(f"input {name!r}") == 1, err
+    obj = case_to_json(example("add"))
+    obj["inputs"][0]["dtype"] = case_to_json(example("add"))["inputs"][0]["dtype"]
+    obj["inputs"][0]["init"] = {"dist": "normal", "seed": "1"}
+    (workdir / "c57.json").write_text(json.dumps(obj))
+    status, _, err = cli(["check", "c57.json", "--executors", "torch/eager"], capsys)
+    assert_refused(status, err, "got '1'")

@@ -148,7 +148,7 @@ def pass_section(live: list[dict[str, Any]]) -> list[str]:
 
 def write_report(root: Path) -> Path:
     """Write root/report.md and its PNGs; returns the report path."""
-    store = CampaignStore(root)
+    store = CampaignStore(root, read_only=True)  # a report changes no campaign file
     findings = store.load_findings()
     bugs = store.load_bugs()
     runs = store.load_runs()

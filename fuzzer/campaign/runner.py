@@ -33,6 +33,7 @@ from ..ir import Case, load_case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
 from ..outcome import compile_seconds, compiles
+from ..outfiles import not_regular
 from .bug_book import KIND_ORDER, Bug, BugBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .progress import Progress, Snapshot
@@ -47,11 +48,12 @@ from .schedule import (
     valid_result,
 )
 from .state import STATE_VERSION, CampaignState
-from .store import CampaignStore, StoreError, atomic_write, dumps
+from .store import BUGS, FINDINGS, CampaignStore, StoreError, atomic_write, dumps
 
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
 ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
+MAX_LOST = 1_000_000  # finished cases whose results may be missing from arm-results.jsonl (each is run again)
 SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
 
 
@@ -153,6 +155,7 @@ class Campaign:
         self.internal_errors = 0
         self.lanes_ended = 0  # lanes that ended because their Ray actor was lost for good
         try:
+            self._check_files()
             self._load()
             self.lanes: Lanes = self._open_lanes()
             self._load_schedule()
@@ -163,6 +166,15 @@ class Campaign:
             if isinstance(exc, StoreError):
                 raise CampaignError(str(exc)) from None
             raise
+
+    def _check_files(self) -> None:
+        """Before any case runs: each campaign file that exists is a regular file (a directory, FIFO or device in
+        its place would only fail, or block, when first written, after the work it records was done)."""
+        for name in (SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS,  # the store checks state and findings
+                     *(f"{n}.damaged" for n in (FINDINGS, BUGS, ARM_RESULTS))):
+            what = not_regular(self.store.root / name)
+            if what is not None:
+                raise CampaignError(f"{self.store.root / name} is {what}, not a regular file; move it away to go on")
 
     def _open_lanes(self) -> Lanes:
         """Local lanes, or Ray lanes started and ready on the cluster (CampaignError if they cannot start)."""
@@ -244,9 +256,25 @@ class Campaign:
             if i < self.state.next_index and i not in pending:
                 self.results[i] = CaseResult.from_json(rec)  # a case run twice (killed before a flush): the last
         if self.adaptive:  # a finished case whose result is lost is run again: later blocks are planned from it
-            lost = [i for i in range(self.state.next_index) if i not in self.results and i not in pending]
-            self.todo_pending = sorted(pending | set(lost))
+            self.todo_pending = sorted(pending | set(self._lost(pending)))
         self._fold()
+
+    def _lost(self, pending: set[int]) -> list[int]:
+        """Indices below next_index with neither a result nor a pending run, counted before any is listed: the
+        work is O(results + pending + lost), never O(next_index); CampaignError when more than MAX_LOST are lost."""
+        known = len(self.results) + sum(1 for i in pending if i not in self.results)  # all below next_index
+        missing = self.state.next_index - known
+        if missing > MAX_LOST:
+            raise CampaignError(f"{self.store.root / 'state.json'} is damaged: next_index {self.state.next_index} but "
+                                f"only {known} case results are kept ({ARM_RESULTS}); move state.json away to start "
+                                "the campaign over (findings.jsonl is kept)")
+        if missing <= 0:
+            return []
+        lost, i, taken = [], 0, sorted(set(self.results) | pending)
+        for k in taken + [self.state.next_index]:  # the gaps between kept indices
+            lost.extend(range(i, k))
+            i = k + 1
+        return lost
 
     def _fold(self) -> None:
         """Fold every whole block of finished cases not folded yet, in block order, planning the block each one

@@ -38,7 +38,10 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]]:
         raw = fh.read(MAX_BASELINE_BYTES + 1)
     if len(raw) > MAX_BASELINE_BYTES:
         raise ValueError(f"{path}: larger than {MAX_BASELINE_BYTES // 2**20} MiB")
-    data = json.loads(raw.decode("utf-8"))
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply") from None
     entries = data.get("bugs") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise ValueError(f"{path}: expected a list of known bugs (or an object with one under 'bugs')")

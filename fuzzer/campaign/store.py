@@ -24,6 +24,8 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..outfiles import replace_file
+
 STATE = "state.json"
 FINDINGS = "findings.jsonl"
 BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.campaign.bug_book), rewritten atomically like findings.jsonl
@@ -43,13 +45,7 @@ def warn(message: str) -> None:
 
 def atomic_write(path: Path, text: str) -> None:
     """Replace `path` with `text` atomically (temp file, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    replace_file(path, text)  # the temp file is removed on failure; a non-regular file in the way is refused
 
 
 def _json_default(value: Any) -> Any:
@@ -81,6 +77,9 @@ STATE_FIELDS: dict[str, tuple[type, ...]] = {
     "version": (int,), "seed": (int,), "next_index": (int,), "pending": (list,), "seeds_done": (list,),
     "cases": (int,), "tests": (int,), "elapsed_s": (int, float), "counts": (dict,), "invocations": (int,),
     "executors": (list,), "schedule": (str,), "schedule_block": (int,)}
+MAX_LINE_CHARS = 16 * 2**20  # a JSON-lines record longer than this is damaged (records are a few KB)
+MAX_COUNT = 2**40  # cases, tests, case indices: a trillion is centuries of fuzzing
+MAX_BLOCK = 1 << 16  # case indices per planning block (a campaign picks max(8, 2 per lane))
 _ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
@@ -118,10 +117,19 @@ def _state_problem(state: Any) -> str | None:
         return "field 'counts' must map signatures to counts"
     if not all(isinstance(v, str) for v in state.get("seeds_done", [])):
         return "field 'seeds_done' must list file names"
-    if state.get("schedule_block", 1) < 1:
-        return "field 'schedule_block' must be at least 1"
-    if state.get("next_index", 0) < 0:
-        return "field 'next_index' is negative"
+    for key in ("next_index", "cases", "tests", "invocations"):
+        if not 0 <= state.get(key, 0) <= MAX_COUNT:
+            return f"field {key!r} must be an integer in 0..{MAX_COUNT}, got {state[key]!r}"[:160]
+    if not 1 <= state.get("schedule_block", 1) <= MAX_BLOCK:
+        return f"field 'schedule_block' must be an integer in 1..{MAX_BLOCK}"
+    if not all(0 <= v <= MAX_COUNT for v in state.get("counts", {}).values()):
+        return f"field 'counts' must map signatures to counts in 0..{MAX_COUNT}"
+    next_index, pending = state.get("next_index", 0), state.get("pending", [])
+    if any(i >= next_index for i in pending):
+        return "field 'pending' lists a case index at or past 'next_index'"
+    if next_index > state.get("cases", 0) + len(pending):  # every index handed out finished (a case) or is pending
+        return (f"field 'next_index' ({next_index}) is more than the cases run ({state.get('cases', 0)}) plus the "
+                f"pending ones ({len(pending)})")
     if not math.isfinite(state.get("elapsed_s", 0.0)) or state.get("elapsed_s", 0.0) < 0:
         return "field 'elapsed_s' must be a finite number of seconds >= 0"
     return None
@@ -225,8 +233,9 @@ def _alive(pid: int) -> bool:
 class CampaignStore:
     """The files of one campaign directory."""
 
-    def __init__(self, root: Path, warn: Callable[[str], None] = warn) -> None:
+    def __init__(self, root: Path, warn: Callable[[str], None] = warn, read_only: bool = False) -> None:
         self.root = Path(root)
+        self.read_only = read_only  # a reader (the report): unreadable lines are reported, not moved aside
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(f"{self.root} exists and is not a directory")
         try:
@@ -261,6 +270,9 @@ class CampaignStore:
                              "(findings.jsonl is kept)")
         try:
             state = json.loads(path.read_text())
+        except RecursionError:
+            raise StoreError(f"{path} is damaged (JSON nested too deeply); move it away to start the campaign over "
+                             "(findings.jsonl is kept)") from None
         except (OSError, ValueError) as exc:
             raise StoreError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}); move it away to "
                              "start the campaign over (findings.jsonl is kept)") from None
@@ -290,15 +302,18 @@ class CampaignStore:
         for line in path.read_bytes().decode("utf-8", errors="surrogateescape").splitlines():
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
+            try:  # a line too long or nested too deep is damaged like any other unreadable line
+                rec = json.loads(line) if len(line) <= MAX_LINE_CHARS else None
+            except (ValueError, RecursionError):
                 rec = None
             if valid(rec):
                 out.append(rec)
             else:
                 damaged.append(line)
-        if damaged:
+        if damaged and self.read_only:
+            self.warn(f"{path}: {len(damaged)} line(s) could not be read and are left out (the next `precfuzz run` "
+                      f"on this directory keeps them in {path}.damaged)")
+        elif damaged:
             self._quarantine(name, damaged)
         return out
 

@@ -60,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     log = (lambda line: print(f"[audit] {line}", file=sys.stderr, flush=True))
     try:
+        for option, value in (("--out", args.out), ("--save-case", args.save_case)):
+            if value is not None and not value.strip():  # empty is not "the default" (or "none")
+                raise UsageError(f"{option} is empty")
         path, func = split_target(args.model)
         names = select_executors(args.executors)
         model = f"{path.stem}" + (f"-{func}" if func != "make" else "")

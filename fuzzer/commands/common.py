@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..executors import HIDDEN, ORACLE_EXECUTORS, REGISTRY, availability
 from ..ir import Case, IRError, load_case
+from ..outfiles import not_regular
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 MAX_SEED = 2**63 - 1
@@ -75,8 +76,11 @@ def writable_file(path: str, option: str, keep: tuple[str, ...] = ()) -> Path:
         raise UsageError(f"{option} needs a file name")
     if out.is_dir():
         raise UsageError(f"{option} {path} is a directory")
+    what = not_regular(out)
+    if what is not None:  # a rename over it would replace the device, FIFO or socket itself
+        raise UsageError(f"{option} {path} exists and is {what}; give a regular file name")
     for other in keep:
-        if out.resolve() == Path(other).resolve():
+        if same_file(out, other):
             raise UsageError(f"{option} {path} would overwrite {other}")
     parent = next((p for p in [out.parent, *out.parent.parents] if p.exists()), Path("."))
     if not parent.is_dir():
@@ -84,6 +88,30 @@ def writable_file(path: str, option: str, keep: tuple[str, ...] = ()) -> Path:
     if not os.access(out if out.exists() else parent, os.W_OK):
         raise UsageError(f"{option} {path} is not writable")
     return out
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """True when two paths name one file (through symlinks and hard links)."""
+    try:
+        if Path(a).resolve() == Path(b).resolve():
+            return True
+        return os.path.samefile(a, b)
+    except (OSError, ValueError, RuntimeError):
+        return False
+
+
+def distinct_outputs(*pairs: tuple[str, str | None]) -> None:
+    """UsageError when two (option, path) outputs of one command name the same file (one would overwrite the
+    other)."""
+    seen: list[tuple[str, str]] = []
+    for option, path in pairs:
+        if not path:
+            continue
+        for other_option, other in seen:
+            if same_file(path, other):
+                raise UsageError(f"{option} {path} and {other_option} {other} are the same file; one would "
+                                 "overwrite the other")
+        seen.append((option, path))
 
 
 def writable_dir(path: str, option: str) -> Path:

@@ -20,6 +20,7 @@ from ..executors import create
 from ..export import render_script
 from ..ir import case_options
 from ..isolation import ExecutorPool
+from ..outfiles import replace_file
 from .common import (
     EXIT_OK,
     UsageError,
@@ -91,7 +92,4 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _place(path: Path, text: str, executable: bool = True) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    if executable:
-        path.chmod(0o755)
+    replace_file(path, text, mode=0o755 if executable else None, sync=False)  # never a device/FIFO in its place

@@ -34,9 +34,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.count < 0 or args.start < 0:
         return fail("generate: --count and --start must be >= 0")
+    if args.out is not None and not args.out.strip():
+        return fail("generate: --out is empty")
     if not args.out and not args.stats:
         return fail("generate: give --out DIR, --stats, or both")
-    families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families else None
+    families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families is not None else None
+    if families == []:  # like an empty --executors: not "every family"
+        return fail(f"generate: --families names no family (known: {', '.join(FAMILIES)})")
     unknown = [f for f in families or () if f not in FAMILIES]
     if unknown:
         return fail(f"generate: unknown family {unknown[0]!r} (known: {', '.join(FAMILIES)})")

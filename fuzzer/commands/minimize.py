@@ -18,6 +18,7 @@ from ..check import Checker
 from ..ir import Case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import MinimizeError, MinimizeResult, Target, minimize
+from ..outfiles import replace_file
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -69,8 +70,7 @@ def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str
         for made, suffix in ((art.repro, ".py"), (art.repro_full, ".full.py")):
             if made is not None:
                 target = path.with_name(path.name.removesuffix(".json") + suffix)
-                target.write_text(made.read_text())
-                target.chmod(0o755)
+                replace_file(target, made.read_text(), mode=0o755, sync=False)
                 out = out or target
     return out
 
@@ -78,6 +78,9 @@ def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str
 def run(args: argparse.Namespace) -> int:
     """Minimize every case; exit 0 when all reproduce minimized, 1 when one does not, 2 on bad input."""
     try:
+        for option, value in (("--out", args.out), ("--signature", args.signature), ("--executors", args.executors)):
+            if value is not None and not value.strip():  # empty is not "the default"
+                raise UsageError(f"{option} is empty")
         cases: list[tuple[str, Case]] = [(p, read_case(p)) for p in args.cases]
         if args.signature:
             names = Target.parse(args.signature).executors

@@ -18,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Render the report."""
+    if not args.dir.strip():
+        return fail("the campaign directory is empty")  # Path("") is the working directory
     root = Path(args.dir)
     state = root / "state.json"
     if not root.is_dir():

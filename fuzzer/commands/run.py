@@ -125,6 +125,8 @@ def stop_on_signals(campaign: Campaign) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) the campaign and print a summary."""
     try:
+        if not args.no_seeds and not args.seeds_dir:
+            raise UsageError("--seeds-dir needs a directory name")  # Path("") is the working directory
         seeds_dir = None if args.no_seeds else Path(args.seeds_dir)
         if seeds_dir is not None and not seeds_dir.is_dir():
             raise UsageError(f"seed corpus {seeds_dir} is not a directory")

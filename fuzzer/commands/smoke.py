@@ -9,12 +9,15 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
+from ..campaign.runner import ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, SCHEDULE
 from ..campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
-from ..campaign.store import DirLock, StoreError
+from ..campaign.store import BUGS, FINDINGS, LOCK, RUNS, STATE, DirLock, StoreError
+from ..outfiles import replace_file
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
     UsageError,
+    distinct_outputs,
     fail,
     positive_int,
     positive_seconds,
@@ -73,6 +76,18 @@ def fresh_out(out: Path) -> None:
         (out / MARKER).write_text("made by precfuzz smoke; the next smoke run with this --out empties it\n")
 
 
+def _not_a_campaign_file(option: str, path: str, out: Path) -> None:
+    """UsageError when `path` is one of the files the campaign keeps in --out (the output would replace it)."""
+    try:
+        rel = Path(path).resolve().relative_to(out.resolve())
+    except ValueError:
+        return
+    names = {STATE, FINDINGS, BUGS, RUNS, LOCK, SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, "findings",
+             "logs", MARKER}
+    if rel.parts and (rel.parts[0] in names or rel.parts[0].removesuffix(".damaged") in names):
+        raise UsageError(f"{option} {path} is a file the campaign keeps in --out {out}; give another name")
+
+
 def run(args: argparse.Namespace) -> int:
     """Fresh campaign, then the baseline verdict; exit 1 only on new bugs."""
     try:
@@ -88,6 +103,12 @@ def run(args: argparse.Namespace) -> int:
             writable_file(args.summary, "--summary", keep=inputs)
         if args.write_baseline:
             writable_file(args.write_baseline, "--write-baseline")  # may update the baseline in place: its purpose
+        outputs = (("--junit", args.junit), ("--summary", args.summary or str(out / "smoke.md")),
+                   ("--write-baseline", args.write_baseline))
+        distinct_outputs(*outputs)  # one would silently overwrite the other
+        for option, path in outputs:
+            if path:
+                _not_a_campaign_file(option, path, out)
         if args.baseline and Path(args.baseline).resolve().is_relative_to(out.resolve()):
             raise UsageError(f"--baseline {args.baseline} lies inside --out {out}, which smoke empties first")
         check_seeds(DEFAULT_SEEDS)
@@ -107,17 +128,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"precfuzz smoke: warning: the {args.time:.0f} s cap stopped the run before {args.max_tests} tests; "
               "findings past that point were not looked for", file=sys.stderr)
     md = markdown(verdict, info)
-    Path(args.summary or out / "smoke.md").write_text(md)
+    replace_file(args.summary or out / "smoke.md", md, sync=False)
     if args.junit:
-        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.junit).write_text(junit(verdict, cfg.executors, summary.elapsed_s))
+        replace_file(args.junit, junit(verdict, cfg.executors, summary.elapsed_s), sync=False)
     print(md, file=sys.stderr)
     if args.write_baseline:
         about = (f"Known bugs of `precfuzz smoke` (seed {cfg.seed}, --max-tests {args.max_tests}, executors "
                  f"{','.join(cfg.executors)}). smoke fails only on bug keys not listed here. triage: what we "
                  "believe each is.")
         entries = updated_baseline(campaign.store.load_bugs(), baseline)
-        Path(args.write_baseline).write_text(json.dumps({"about": about, "bugs": entries}, indent=1) + "\n")
+        replace_file(args.write_baseline, json.dumps({"about": about, "bugs": entries}, indent=1) + "\n", sync=False)
     print(json.dumps({"passed": verdict.passed, "new": [b["key"] for b in verdict.new],
                       "known": len(verdict.known), "missing": len(verdict.missing), **info}))
     return EXIT_OK if verdict.passed else EXIT_FINDING
