@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzzer.executors import create
 from fuzzer.dtypes import round_to
+from fuzzer.executors import create
 from fuzzer.ir import Case, Graph, Input, Node, infer, load_case
 from fuzzer.repro import render
 from oracles.findings import Finding
@@ -153,7 +153,6 @@ def test_inputs_of_one_seed_get_a_fresh_generator_each_as_precfuzz_makes_them(tm
     """triage6's b6e13de9b2: x and rhs both draw from seed 0; the script shared one generator, so its rhs was not
     the one precfuzz ran (and its error was measured on other numbers)."""
     import numpy as np
-    import torch
 
     from fuzzer.ir import input_values
 
@@ -169,7 +168,6 @@ def test_inputs_of_one_seed_get_a_fresh_generator_each_as_precfuzz_makes_them(tm
 
 def _verdict_of_script(text: str, actual) -> int:
     """Exit status of a rendered torch/eager script whose backend result is replaced by `actual`."""
-    import torch
 
     run = "    actual = graph(*inputs)[0]"
     assert run in text

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, canonical, graph_to_json, infer
+from . import tvm_exec
 from .base import Executor, HarnessLimit
 from .torch_render import TORCH_DTYPE, render_function
-from . import tvm_exec
 from .tvm_exec import TVMExecutor, classify_limitation, is_tvm_error
 
 RUNTIME = '''
