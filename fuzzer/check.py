@@ -446,8 +446,8 @@ class Checker:
             tried.append(name)
             without = replace(case, tvm_passes=rest)
             again = self.check(without, [finding.executor], culprits=False)
-            for name, outs in again.outcomes.items():  # the tests of a culprit check are oracle work here
-                self._tally(name, outs)
+            for executor, outs in again.outcomes.items():  # the tests of a culprit check are oracle work here
+                self._tally(executor, outs)
             again = again.findings
             self._options = case_options(case)
             if not any(same_verdict(f, finding) for f in again):

@@ -211,12 +211,13 @@ def test_hypothesis_cases_run_on_the_reference(case) -> None:  # type: ignore[no
 
 @pytest.mark.slow
 def test_campaign_sized_batch_rates() -> None:
-    batch = generate_cases(11, 3000)
+    n = 1500  # a campaign's first 20 minutes (3000 here took 50 s of the suite)
+    batch = generate_cases(11, n)
     cov = coverage(batch)
-    assert cov["long_fp16_norm_cases"] >= 0.03 * 3000
-    assert cov["schedule_chain_break_cases"] >= 0.03 * 3000
+    assert cov["long_fp16_norm_cases"] >= 0.03 * n
+    assert cov["schedule_chain_break_cases"] >= 0.03 * n
     bad = [c.meta["index"] for c in batch if reference_problem(c) is not None]
-    assert len(bad) <= 30, bad[:10]
+    assert len(bad) <= 0.01 * n, bad[:10]
 
 
 # ---- never raising (issue 11, item 7)
@@ -244,9 +245,9 @@ def test_generator_needs_no_redraw_on_a_sample_of_seeds_and_indices() -> None:
 
 @pytest.mark.slow
 def test_generator_needs_no_redraw_on_many_seeds_indices_and_families() -> None:
-    _never_redrawn(range(4), range(12_000))
+    _never_redrawn(range(4, 6), range(12_000))  # seeds 0-2 x 1500 in the test above
     for family in FAMILIES:
-        _never_redrawn(range(10, 11), range(2500), [family])
+        _never_redrawn(range(10, 11), range(1500), [family])
 
 
 def test_a_generator_bug_redraws_deterministically_instead_of_raising(monkeypatch: pytest.MonkeyPatch) -> None:

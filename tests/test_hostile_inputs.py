@@ -751,6 +751,8 @@ ADVERSARIAL4_STATES: list[tuple[str, dict[str, Any], str]] = [
     ("schedule-block-huge", {"schedule_block": 10**12}, "'schedule_block' must be an integer in 1.."),
     ("counts-huge", {"counts": {"s": 10**30}}, "'counts' must map signatures to counts in 0.."),
     ("nested-deep", None, "nested too deeply"),
+    # fifth adversarial pass: an unknown executor in state.json resumed silently with the command line's
+    ("executors-unknown", {"executors": ["nope"]}, "field 'executors' names no known executor"),
 ]
 
 
@@ -845,3 +847,23 @@ def test_adversarial4_messages_do_not_repeat_their_prefix_and_quote_wrong_values
     (workdir / "c57.json").write_text(json.dumps(obj))
     status, _, err = cli(["check", "c57.json", "--executors", "torch/eager"], capsys)
     assert_refused(status, err, "got '1'")
+
+
+# ---------------------------------------------------------------- fifth adversarial pass
+
+
+def test_adversarial5_export_never_replaces_a_file_precfuzz_did_not_write(workdir: Path, capsys) -> None:
+    """`export --out existing.py` replaced a user's file (data loss); now refused unless --force, while an earlier
+    export at that path is replaced as before."""
+    mine = workdir / "existing.py"
+    mine.write_text("precious\n")
+    seed = str(ROOT / "corpus" / "seeds" / "tvm-decompose-layernorm-fp16.json")
+    status, _, err = cli(["export", seed, "--executor", "torch/eager", "--full", "--out", str(mine)], capsys)
+    assert_refused(status, err, "exists and was not written by precfuzz; pass --force")
+    assert mine.read_text() == "precious\n"
+    report = workdir / "notes.md"
+    report.write_text("my notes\n")
+    status, _, err = cli(["export", seed, "--executor", "torch/eager", "--out", str(workdir / "new.py"),
+                          "--report", str(report)], capsys)
+    assert_refused(status, err, "--report")
+    assert report.read_text() == "my notes\n" and not (workdir / "new.py").exists()

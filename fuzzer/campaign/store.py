@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from ..executors import REGISTRY
 from ..outfiles import replace_file
 
 STATE = "state.json"
@@ -117,6 +118,9 @@ def _state_problem(state: Any) -> str | None:
         return "field 'counts' must map signatures to counts"
     if not all(isinstance(v, str) for v in state.get("seeds_done", [])):
         return "field 'seeds_done' must list file names"
+    unknown = [v for v in state.get("executors", []) if not isinstance(v, str) or v not in REGISTRY]
+    if unknown:
+        return f"field 'executors' names no known executor: {unknown[:3]!r}"[:160]
     for key in ("next_index", "cases", "tests", "invocations"):
         if not 0 <= state.get(key, 0) <= MAX_COUNT:
             return f"field {key!r} must be an integer in 0..{MAX_COUNT}, got {state[key]!r}"[:160]

@@ -41,6 +41,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true", help="the full-oracle script instead of the short one")
     parser.add_argument("--set", type=nonnegative_int, default=None,
                         help="input set to embed (default: the one that fails)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing --out/--report file that precfuzz did not write")
+
+
+def foreign(path: Path) -> bool:
+    """True for an existing non-empty file whose opening does not name precfuzz (a user's file, not an export)."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return False
+        with path.open("rb") as fh:
+            return b"precfuzz" not in fh.read(4096)
+    except OSError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +68,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"input set {args.set} out of range (the case has {len(case.input_sets)})")
         out = writable_file(args.out, "--out", keep=(args.case,))
         report = writable_file(args.report, "--report", keep=(args.case, args.out)) if args.report else None
+        for option, path in (("--out", out), ("--report", report)):
+            if path is not None and not args.force and foreign(path):
+                raise UsageError(f"{option} {path} exists and was not written by precfuzz; pass --force to replace it")
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     command = "precfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[0].endswith("precfuzz") else \

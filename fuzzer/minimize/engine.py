@@ -274,8 +274,10 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
     result.steps, result.tried, result.exhausted = search.steps, search.tried, search.exhausted
     result.checks, result.cache_hits = predicate.checks, predicate.hits
     result.check_s, result.static_refutes = predicate.check_s, predicate.static_refutes
-    if fresh is None:
-        result.case, result.finding, result.confirmed = search.current, predicate(search.current), True
+    if fresh is None:  # the final finding from the full check (the predicate's skips the culprit-pass search)
+        full = checker.check(search.current, target.executors).findings
+        found = next((f for f in full if target.matches(f)), None) or predicate(search.current)
+        result.case, result.finding, result.confirmed = search.current, found, True
         result.case = _annotated(result.case, case, target)
         result.seconds = time.monotonic() - t0
         return result
