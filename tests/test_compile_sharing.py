@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from bench.run import MODES
-from fuzzer.campaign.runner import compile_seconds, compiles
 from fuzzer.check import Checker
 from fuzzer.ir import input_values
 from fuzzer.isolation import ExecutorPool
+from fuzzer.outcome import compile_seconds, compiles
 from generators.graphs import generate_case
 
 pytest.importorskip("tvm")
