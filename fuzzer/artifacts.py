@@ -38,7 +38,8 @@ class Artifacts:
     errors: list[str] = field(default_factory=list)
 
 
-def _write(path: Path, text: str, executable: bool = False) -> Path:
+def write_file(path: Path, text: str, executable: bool = False) -> Path:
+    """Write a script or report in place of `path` (never over a device or FIFO), executable if asked."""
     replace_file(path, text, mode=0o755 if executable else None, sync=False)
     return path
 
@@ -56,7 +57,7 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
     if short:
         try:
             script = render_short(case, finding, executor, out.title, set_index)
-            out.repro = _write(folder / REPRO, script, executable=True)
+            out.repro = write_file(folder / REPRO, script, executable=True)
             out.repro_lines = len(script.splitlines())
         except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
             out.errors.append(f"repro.py: {type(exc).__name__}: {exc}")
@@ -64,13 +65,13 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
         try:
             parts = replace(executor.repro_parts(case.graph), describe=describe)
             text = render_script(case, parts, command, set_index, out.title)
-            out.repro_full = _write(folder / REPRO_FULL, text, executable=True)
+            out.repro_full = write_file(folder / REPRO_FULL, text, executable=True)
             script = script or text
         except Exception as exc:  # noqa: BLE001 - e.g. an executor without an exporter
             out.errors.append(f"repro_full.py: {type(exc).__name__}: {exc}")
     if script:
         name = (out.repro or out.repro_full or Path(REPRO)).name
-        out.report = _write(folder / REPORT, report_draft.render(case, finding, describe, script, command, out.title,
+        out.report = write_file(folder / REPORT, report_draft.render(case, finding, describe, script, command, out.title,
                                                                  name, names))
     return out
 

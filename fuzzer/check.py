@@ -157,14 +157,14 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
     """
     typed = infer(numeric)
     env: dict[str, Any] = dict(rounded_inputs(numeric, inputs))
-    casts = int_casts(numeric, typed)
+    casts = {n.id for n in int_casts(numeric, typed)}
     verdicts = []
     for node in numeric.nodes:
         dtype = typed.values[node.id].dtype
         if node.id not in observed or typed.values[node.id].kind == "scalar":
             env[node.id] = _ideal_value(node, typed, env)
             continue
-        if node in casts and cast_undefined(env[node.inputs[0]], dtype).any():  # no int is wrong there
+        if node.id in casts and cast_undefined(env[node.inputs[0]], dtype).any():  # no int is wrong there
             env[node.id] = np.asarray(observed[node.id], dtype=np.float64)
             continue
         sub = node_graph(numeric, node.id)
@@ -304,6 +304,7 @@ class Checker:
         self.pool = pool
         self.localize_faults = localize_faults
         self.semantic = SEMANTIC_ORACLE if create(SEMANTIC_ORACLE).availability() is None else None
+        self._spent: dict[str, dict[str, float]] = {}  # the check in progress: its oracle_backend
 
     @property
     def tested(self) -> list[str]:
@@ -318,7 +319,6 @@ class Checker:
                        ex.approximations())
 
     _options: dict[str, Any] = {}  # the case options of the check in progress (probes run with them too)
-    _spent: dict[str, dict[str, float]] = {}  # the check in progress: oracle_backend
 
     def _oracle_run(self, name: str, graph: Graph, sets: list[Values], options: dict[str, Any] | None = None) -> list[Outcome]:
         """A backend run the oracles need beyond the tests (a probe, eager on a policy graph): counted in _spent."""
@@ -367,14 +367,15 @@ class Checker:
         # The backends run one after the other in a thread that mostly waits on its worker processes, while this
         # thread computes what needs no outcome: the exact answers and the ideals of every numeric graph judged
         # (the same values, in the same order; only the wall time they add goes away).
-        numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}
+        numbers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}  # by numeric graph
+        answers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}  # by executor
         backends = threading.Thread(target=run_backends, name="precfuzz-backends", daemon=True)
         backends.start()
         try:
             for name in names:
                 ex = self.pool.executors[name].bind(self._options)
                 if ex.judge_numbers:
-                    self._numbers(ex.numeric_graph(graph), sets, numbers)
+                    answers[name] = self._numbers(ex.numeric_graph(graph), sets, numbers)
         finally:
             backends.join()
         if failed:
@@ -389,7 +390,7 @@ class Checker:
         for s in subjects:
             if not s.judge_numbers:
                 continue
-            expected, ideal = self._numbers(s.numeric, sets, numbers)
+            expected, ideal = answers[s.name]
             judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
                                                max(s.approximate.values(), default=0.0))
             undefined = undefined_casts(s.numeric, s.typed("numeric"), expected, ideal)
@@ -445,10 +446,10 @@ class Checker:
                 continue  # e.g. LegalizeOps while fusion passes remain
             tried.append(name)
             without = replace(case, tvm_passes=rest)
-            again = self.check(without, [finding.executor], culprits=False)
-            for executor, outs in again.outcomes.items():  # the tests of a culprit check are oracle work here
+            rechecked = self.check(without, [finding.executor], culprits=False)
+            for executor, outs in rechecked.outcomes.items():  # the tests of a culprit check are oracle work here
                 self._tally(executor, outs)
-            again = again.findings
+            again = rechecked.findings
             self._options = case_options(case)
             if not any(same_verdict(f, finding) for f in again):
                 return replace(finding, message=f"{finding.message} (after {name}: gone without it)",

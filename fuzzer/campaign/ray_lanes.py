@@ -208,7 +208,7 @@ class RayLane:
         import ray
 
         try:
-            call = self.actor.check.remote(case) if executors is None else self.actor.check.remote(case, executors)
+            call = self.actor.check.remote(case, executors)
             status, result, tb, alive, restarts = ray.get(call)
         except _lost_errors() as exc:
             self._alive = 0

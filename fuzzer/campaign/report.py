@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..executors.tvm_exec import PIPELINES
+from ..outfiles import replace_file
 from .store import CampaignStore
 
 
@@ -197,5 +198,5 @@ def write_report(root: Path) -> Path:
     else:
         lines.append("No findings.")
     out = root / "report.md"
-    out.write_text("\n".join(lines) + "\n")
+    replace_file(out, "\n".join(lines) + "\n", sync=False)  # never a device or FIFO in its place
     return out

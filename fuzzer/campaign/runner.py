@@ -292,15 +292,15 @@ class Campaign:
             if self.adaptive:
                 self.plans[self.stats.blocks + LAG - 1] = self.planner.plan(self.stats.blocks + LAG - 1, self.stats)
 
-    def _record_result(self, index: int, result: CheckResult) -> None:
-        """Keep a finished case's result for the schedule (arm-results.jsonl first, then in memory)."""
-        keys = case_keys(result.findings, result.outcomes)
+    def _record_result(self, index: int, result: CheckResult, keys: dict[str, str]) -> None:
+        """Keep a finished case's result (`keys`: its findings' bug keys) for the schedule (arm-results.jsonl
+        first, then in memory)."""
         found: dict[str, list[tuple[str, str]]] = {}
         for f in result.findings:
             found.setdefault(f.executor, []).append((f.signature, keys[f.signature]))
         family = str(result.case.meta.get("family", ""))
         rec = CaseResult(index, family, tuple(result.outcomes), {e: tuple(v) for e, v in found.items()})
-        self.store.append_record(ARM_RESULTS, rec.to_json())
+        self.store.append_record(ARM_RESULTS, rec.to_json(), sync=False)  # a lost line re-runs its case (_lost)
         with self.lock:
             self.results[index] = rec
             self._fold()
@@ -423,7 +423,7 @@ class Campaign:
             if item == "wait":  # the case's block is planned from earlier blocks still running on other lanes
                 time.sleep(0.05)
                 continue
-            if item is None or isinstance(item, str):
+            if item is None:
                 return
             yield item
 
@@ -437,7 +437,7 @@ class Campaign:
             for kind, item, case, reserved, executors in self._items(lane):
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
                 try:
-                    result = runner.check(case) if executors is None else runner.check(case, executors)
+                    result = runner.check(case, executors)
                 except LaneLost as exc:
                     self._requeue(kind, item, reserved)
                     if not self._lane_lost(lane, label, str(exc), runner):
@@ -450,7 +450,7 @@ class Campaign:
                 for finding in result.findings:
                     self._handle(finding, keys[finding.signature], result, runner)
                 if kind == "index":
-                    self._record_result(item, result)
+                    self._record_result(item, result, keys)
                 with self.lock:
                     self.reserved -= reserved
                     self.state.tests += sum(len(v) for v in result.outcomes.values())

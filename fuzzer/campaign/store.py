@@ -354,12 +354,14 @@ class CampaignStore:
         """The valid records of an append-only JSON-lines log (unreadable lines are kept in NAME.damaged)."""
         return self._load_jsonl(name, valid)
 
-    def append_record(self, name: str, record: dict[str, Any]) -> None:
-        """Append one JSON line to NAME (fsync'd: an append-only log such as internal-errors.jsonl)."""
+    def append_record(self, name: str, record: dict[str, Any], sync: bool = True) -> None:
+        """Append one JSON line to NAME (fsync'd unless `sync` is False: an append-only log such as
+        internal-errors.jsonl)."""
         with self._lock, open(self.root / name, "ab") as fh:
             fh.write((dumps(record) + "\n").encode())
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
 
     # ---- per-test records
     def append_runs(self, rows: list[dict[str, Any]]) -> None:

@@ -14,13 +14,12 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..artifacts import REPORT, REPRO, REPRO_FULL, write_finding
+from ..artifacts import REPORT, REPRO, REPRO_FULL, write_file, write_finding
 from ..check import Checker
 from ..executors import create
 from ..export import render_script
 from ..ir import case_options
 from ..isolation import ExecutorPool
-from ..outfiles import replace_file
 from .common import (
     EXIT_OK,
     UsageError,
@@ -89,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
                                 describe=describe)
             except NotImplementedError as exc:
                 return fail(str(exc))
-            _place(out, render_script(case, parts, command, args.set or 0))
+            write_file(out, render_script(case, parts, command, args.set or 0), executable=True)
             print(f"wrote {out}")
             return EXIT_OK
         finding = mine[0] if args.set is None else replace(mine[0], input_set=args.set)
@@ -97,15 +96,12 @@ def run(args: argparse.Namespace) -> int:
             art = write_finding(Path(tmp), case, finding, describe, command, short=not args.full)
             if not (art.repro or art.repro_full):
                 return fail("; ".join(art.errors) or f"{name} has no script exporter")
-            _place(out, (Path(tmp) / (REPRO_FULL if args.full or art.repro is None else REPRO)).read_text())
+            write_file(out, (Path(tmp) / (REPRO_FULL if args.full or art.repro is None else REPRO)).read_text(),
+                       executable=True)
             print(f"wrote {out}: {art.title}")
             if report is not None:
-                _place(report, (Path(tmp) / REPORT).read_text().replace(f"`{REPRO}`", f"`{out.name}`"), False)
+                write_file(report, (Path(tmp) / REPORT).read_text().replace(f"`{REPRO}`", f"`{out.name}`"))
                 print(f"wrote {report}")
     except OSError as exc:
         return fail(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
     return EXIT_OK
-
-
-def _place(path: Path, text: str, executable: bool = True) -> None:
-    replace_file(path, text, mode=0o755 if executable else None, sync=False)  # never a device/FIFO in its place

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..campaign.report import write_report
 from ..campaign.store import StoreError
+from ..outfiles import kind_of
 from .common import EXIT_OK, fail
 
 
@@ -27,8 +28,7 @@ def run(args: argparse.Namespace) -> int:
     if not state.exists() and not state.is_symlink():
         return fail(f"{root} is not a campaign directory (no state.json)")
     if not state.is_file():
-        what = ("a directory" if state.is_dir() else "a link to nothing" if not state.exists()
-                else "a device, FIFO or socket")
+        what = "a link to nothing" if not state.exists() else kind_of(state.stat().st_mode)
         return fail(f"{state} is not a regular file ({what}); the report reads the campaign's state from it")
     if not os.access(state, os.R_OK):
         return fail(f"{state} is not readable (permission denied)")
