@@ -290,7 +290,7 @@ def flushing_explains(sub: Graph, inputs: Values, actual: np.ndarray, dtype: str
 def _ideal_value(node: Any, typed: Any, env: dict[str, Any]) -> np.ndarray:
     """A node's value computed exactly from `env` and rounded to its dtype (Python scalars stay exact)."""
     args = [env[o] if isinstance(o, str) else o for o in node.inputs]
-    attrs = {k: v for k, v in op_attrs(node).items() if k != "dtype"}
+    attrs = op_attrs(node)
     with np.errstate(all="ignore"):
         value = np.asarray(OPS[node.op].reference(*args, **attrs), dtype=np.float64)
     info = typed.values[node.id]

@@ -26,7 +26,9 @@ FLOAT_FORMATS: dict[str, FloatFormat] = {
 }
 FLOAT_DTYPES: tuple[str, ...] = tuple(FLOAT_FORMATS)
 INT_DTYPES: tuple[str, ...] = ("int32", "int64")
-DTYPES: tuple[str, ...] = FLOAT_DTYPES + INT_DTYPES
+BOOL = "bool"  # masks: comparisons, where, attention masks
+EXACT_DTYPES: tuple[str, ...] = INT_DTYPES + (BOOL,)  # dtypes whose values are never rounded, only truncated
+DTYPES: tuple[str, ...] = FLOAT_DTYPES + EXACT_DTYPES
 LOW_PRECISION: tuple[str, ...] = ("float16", "bfloat16")
 
 _NUMPY = {
@@ -36,12 +38,18 @@ _NUMPY = {
     "float64": np.dtype(np.float64),
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),
+    "bool": np.dtype(np.bool_),
 }
 
 
 def is_float(dtype: str) -> bool:
     """True for floating-point dtype names."""
     return dtype in FLOAT_FORMATS
+
+
+def is_exact(dtype: str) -> bool:
+    """True for int and bool dtypes (values kept as they are: no float rounding, no float32 arithmetic)."""
+    return dtype in EXACT_DTYPES
 
 
 def check_dtype(dtype: object) -> str:
@@ -63,7 +71,7 @@ def cast_undefined(values: np.ndarray | float, dtype: str) -> np.ndarray:
     """Where casting float `values` to the int `dtype` is implementation-defined (C, C++ and PyTorch leave it
     undefined): NaN, infinities and values outside the int type's range, or within CAST_EDGE of its ends."""
     arr = np.asarray(values, dtype=np.float64)
-    if is_float(dtype):
+    if is_float(dtype) or dtype == BOOL:  # x != 0 is defined for every float, NaN included
         return np.zeros(arr.shape, dtype=bool)
     info = np.iinfo(numpy_dtype(dtype))
     with np.errstate(invalid="ignore"):
@@ -71,8 +79,10 @@ def cast_undefined(values: np.ndarray | float, dtype: str) -> np.ndarray:
 
 
 def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
-    """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints)."""
+    """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints, bool for bool)."""
     arr = np.asarray(values, dtype=np.float64)
+    if dtype == BOOL:
+        return arr != 0
     if not is_float(dtype):
         return np.asarray(np.trunc(arr), dtype=np.int64) if np.all(np.isfinite(arr)) else arr
     with np.errstate(over="ignore", invalid="ignore"):

@@ -74,14 +74,14 @@ CHECK = '''
 def round_to_float32(values, dtype):
     """Round to dtype, then carry the value in float32 so the next op computes in float32 arithmetic."""
     out = round_to(values, dtype)
-    return out if dtype in ("float64", "int32", "int64") else np.asarray(out).astype(np.float32)
+    return out if dtype in ("float64", "int32", "int64", "bool") else np.asarray(out).astype(np.float32)
 
 
 def to_float32_arithmetic(value, name):
     """An input as the float32-arithmetic ideal sees it (Python scalars stay Python floats)."""
     if INPUT_KINDS[name] == "scalar":
         return float(value)
-    return value if INPUT_DTYPES[name] in ("float64", "int32", "int64") else value.astype(np.float32)
+    return value if INPUT_DTYPES[name] in ("float64", "int32", "int64", "bool") else value.astype(np.float32)
 
 
 def main():
@@ -99,7 +99,7 @@ def main():
     ideal32_one_pass = {{k: (v if meaningful(v, ideal[k]) else ideal32[k]) for k, v in ideal32_one_pass.items()}}
     perturb = backward_perturbation(round_to)
     perturbed = reference({{name: perturb(value, "float64")
-                           if INPUT_KINDS[name] == "tensor" and not INPUT_DTYPES[name].startswith("int") else value
+                           if INPUT_KINDS[name] == "tensor" and INPUT_DTYPES[name] not in ("int32", "int64", "bool") else value
                            for name, value in inputs.items()}}, True, perturb)
     try:
         actual, dtypes = run_backend(inputs)

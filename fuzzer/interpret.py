@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .dtypes import is_float, round_to
+from .dtypes import is_exact, is_float, round_to
 from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
 from .ops import OPS, is_cast
@@ -30,12 +30,21 @@ PRELUDE = ("import math\nfrom contextvars import ContextVar\nfrom typing import 
 CONSTANT_TYPES = (int, float, str, tuple, frozenset)
 
 
+def _names(code: Any) -> list[str]:
+    """Global names a code object reads, those of its comprehensions and nested functions included."""
+    out = list(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            out += _names(const)
+    return out
+
+
 def _helpers(fn: FunctionType, seen: dict[str, Any]) -> None:
     """Collect fn, the module-level functions it calls and the plain constants it reads, transitively."""
     if fn.__name__ in seen:
         return
     seen[fn.__name__] = fn
-    for name in fn.__code__.co_names:
+    for name in _names(fn.__code__):
         obj = fn.__globals__.get(name)
         if isinstance(obj, FunctionType) and obj.__module__.startswith("fuzzer.ops"):
             _helpers(obj, seen)
@@ -83,19 +92,25 @@ def render_reference(graph: Graph, name: str = "reference") -> str:
     for node in graph.nodes:
         t = typed.nodes[node.id]
         args = []
+        convert = OPS[node.op].round_scalars and t.compute_dtype  # PyTorch converts Python numbers first
         for operand in node.inputs:
             if isinstance(operand, str):
                 arg = ident[operand]
                 if t.compute_dtype and typed.values[operand].kind != "scalar":
                     arg = f"rnd({arg}, {t.compute_dtype!r})"
+                elif convert:
+                    arg = f"round_to({arg}, {t.compute_dtype!r})"
                 args.append(arg)
+            elif operand is None:
+                args.append("None")
             else:
-                args.append(literal(operand))
+                args.append(f"round_to({literal(operand)}, {t.compute_dtype!r})" if convert else literal(operand))
         attrs = op_attrs(node)
-        call_attrs = {k: v for k, v in attrs.items() if k != "dtype"}
-        call = f"{OPS[node.op].reference.__name__}({', '.join(args + [f'{k}={v!r}' for k, v in call_attrs.items()])})"
+        call = f"{OPS[node.op].reference.__name__}({', '.join(args + [f'{k}={v!r}' for k, v in attrs.items()])})"
         info = t.value
-        if is_cast(node.op) and not is_float(info.dtype):
+        if is_cast(node.op) and info.dtype == "bool":
+            call = f"np.not_equal({call}, 0)"
+        elif is_cast(node.op) and not is_float(info.dtype):
             call = f"np.trunc({call})"
         elif info.kind != "scalar":
             call = f"rnd({call}, {info.dtype!r})"
@@ -123,7 +138,7 @@ def _compiled(key: str) -> Callable[..., Values]:
 def round_to_float32_arithmetic(values: np.ndarray, dtype: str) -> np.ndarray:
     """Round to `dtype`, then carry the value as float32 so the next op computes in float32 arithmetic."""
     out = round_to(values, dtype)
-    return out if dtype in ("float64", "int32", "int64") else out.astype(np.float32)
+    return out if dtype == "float64" or is_exact(dtype) else out.astype(np.float32)
 
 
 def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24):
@@ -137,7 +152,7 @@ def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24):
 
     def rnd(values, dtype):
         out = round_to(values, dtype)
-        if dtype in ("int32", "int64"):
+        if is_exact(dtype):
             return out
         return out * (1.0 + relative * rng.uniform(-1.0, 1.0, size=np.shape(out)))
 
@@ -168,18 +183,19 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
     fn = _compiled(canonical(graph_to_json(graph)))
     typed = infer(graph)
     rnd = round_to
-    env: dict[str, Any] = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
+    kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}  # masks stay bool
+    env: dict[str, Any] = {k: np.asarray(v, dtype=kinds.get(k, np.float64)) for k, v in inputs.items()}
     if arithmetic == "float32":
         rnd = round_to_float32_arithmetic
         for inp in graph.inputs:
             if inp.kind == "scalar":
                 env[inp.name] = float(env[inp.name])  # a Python float does not upcast float32 arrays (NEP 50)
-            elif inp.dtype not in ("float64", "int32", "int64"):
+            elif inp.dtype != "float64" and not is_exact(inp.dtype):
                 env[inp.name] = env[inp.name].astype(np.float32)
     elif arithmetic == "perturbed":
         rnd = backward_perturbation(round_to)
         for inp in graph.inputs:
-            if inp.kind == "tensor" and inp.dtype not in ("int32", "int64"):
+            if inp.kind == "tensor" and not is_exact(inp.dtype):
                 env[inp.name] = rnd(env[inp.name], "float64")
     elif arithmetic != "float64":
         raise ValueError(f"arithmetic must be one of {', '.join(ARITHMETICS)}, not {arithmetic!r}")

@@ -239,7 +239,8 @@ def check_size(graph: Graph, typed: "TypedGraph", input_sets: int = 1) -> None:
     """IRError when the case would need more memory than fuzzer.limits allows (checked before allocating anything)."""
     sizes = {f"value {name!r}": math.prod(info.shape) for name, info in typed.values.items()}
     for node in graph.nodes:
-        if OPS[node.op].family == "conv":  # the reference copies every sliding window: N x C x out positions x kernel
+        if OPS[node.op].family in ("conv", "conv_transpose"):  # the reference copies every sliding window:
+            # N x C x out positions x kernel
             x, w, out = (typed.values[node.inputs[0]], typed.values[node.inputs[1]],  # type: ignore[index]
                          typed.values[node.id])
             sizes[f"node {node.id!r} (its sliding windows)"] = (
@@ -365,45 +366,7 @@ def infer(graph: Graph) -> TypedGraph:
         values[inp.name] = inp.info()
     typed: dict[str, Typed] = {}
     for node in graph.nodes:
-        where = f"node {node.id!r} ({_plain(node.op)})"
-        if node.id in values:
-            raise IRError(f"{where}: duplicate value name")
-        spec = OPS.get(node.op)
-        if spec is None:
-            raise IRError(f"{where}: unknown op {_show(node.op)}")
-        if not spec.required <= len(node.inputs) <= len(spec.operands):
-            raise IRError(f"{where}: expects {spec.required}..{len(spec.operands)} operands "
-                          f"({', '.join(spec.operands)}), got {len(node.inputs)}")
-        unknown = set(node.attrs) - set(spec.attrs)
-        if unknown:
-            raise IRError(f"{where}: unknown attribute(s) {', '.join(_plain(k) for k in sorted(map(str, unknown)))}")
-        attrs = {**spec.attrs, **node.attrs}
-        for key, rule in spec.attr_types.items():
-            if not rule.accepts(attrs[key]):
-                raise IRError(f"{where}: attribute {key!r} must be {rule.what}, got {_show(attrs[key])}")
-        infos: list[ValueInfo | None] = []
-        for slot, operand in zip(spec.operands + ("",) * 8, list(node.inputs) + [None] * (len(spec.operands) - len(node.inputs))):
-            if operand is None:
-                if not slot.endswith("?"):
-                    raise IRError(f"{where}: operand {slot!r} is required")
-                infos.append(None)
-            elif isinstance(operand, str):
-                if operand not in values:
-                    raise IRError(f"{where}: operand {operand!r} is not defined before this node")
-                infos.append(values[operand])
-            else:
-                if not spec.scalars_ok:
-                    raise IRError(f"{where}: operand {slot!r} cannot be a Python scalar")
-                if not _literal_ok(operand):
-                    raise IRError(f"{where}: literal operand {_show(operand)} must be a finite float or an int of "
-                                  f"magnitude <= {limits.MAX_INT_LITERAL}")
-                infos.append(ValueInfo((), "float64" if isinstance(operand, float) else "int64", "scalar"))
-        if spec.scalars_ok is False and any(i is not None and i.is_scalar for i in infos):
-            raise IRError(f"{where}: operands must be tensors, not Python scalars")
-        try:
-            result = spec.infer(infos, attrs)
-        except IRError as exc:
-            raise IRError(f"{where}: {exc}") from None
+        result = infer_node(node, values)
         values[node.id] = result.value
         typed[node.id] = result
     if not graph.outputs:
@@ -414,6 +377,50 @@ def infer(graph: Graph) -> TypedGraph:
         if values[out].is_scalar:
             raise IRError(f"graph: output {out!r} is a Python scalar, not a tensor")
     return TypedGraph(values, typed)
+
+
+def infer_node(node: Node, values: dict[str, ValueInfo]) -> Typed:
+    """Type one node against the types of the values before it; IRError names the node."""
+    where = f"node {node.id!r} ({_plain(node.op)})"
+    if node.id in values:
+        raise IRError(f"{where}: duplicate value name")
+    spec = OPS.get(node.op)
+    if spec is None:
+        raise IRError(f"{where}: unknown op {_show(node.op)}")
+    if not spec.required <= len(node.inputs) <= len(spec.operands):
+        raise IRError(f"{where}: expects {spec.required}..{len(spec.operands)} operands "
+                      f"({', '.join(spec.operands)}), got {len(node.inputs)}")
+    unknown = set(node.attrs) - set(spec.attrs)
+    if unknown:
+        raise IRError(f"{where}: unknown attribute(s) {', '.join(_plain(k) for k in sorted(map(str, unknown)))}")
+    attrs = {**spec.attrs, **node.attrs}
+    for key, rule in spec.attr_types.items():
+        if not rule.accepts(attrs[key]):
+            raise IRError(f"{where}: attribute {key!r} must be {rule.what}, got {_show(attrs[key])}")
+    infos: list[ValueInfo | None] = []
+    for slot, operand in zip(spec.operands + ("",) * 8, list(node.inputs) + [None] * (len(spec.operands) - len(node.inputs))):
+        if operand is None:
+            if not slot.endswith("?"):
+                raise IRError(f"{where}: operand {slot!r} is required")
+            infos.append(None)
+        elif isinstance(operand, str):
+            if operand not in values:
+                raise IRError(f"{where}: operand {operand!r} is not defined before this node")
+            infos.append(values[operand])
+        else:
+            if not spec.scalars_ok:
+                raise IRError(f"{where}: operand {slot!r} cannot be a Python scalar")
+            if not _literal_ok(operand):
+                raise IRError(f"{where}: literal operand {_show(operand)} must be a finite float or an int of "
+                              f"magnitude <= {limits.MAX_INT_LITERAL}")
+            infos.append(ValueInfo((), "float64" if isinstance(operand, float) else "int64", "scalar"))
+    if spec.scalars_ok is False and any(i is not None and i.is_scalar for i in infos):
+        raise IRError(f"{where}: operands must be tensors, not Python scalars")
+    try:
+        result = spec.infer(infos, attrs)
+    except IRError as exc:
+        raise IRError(f"{where}: {exc}") from None
+    return result
 
 
 def _literal_ok(value: float | int) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import FLOAT_FORMATS, is_float
+from .dtypes import BOOL, FLOAT_FORMATS, is_float
 
 DEFAULT_FLOAT = "float32"  # torch.get_default_dtype()
 
@@ -17,10 +17,17 @@ class Operand:
     kind: str  # "tensor" (ndim >= 1), "zerodim" (0-dim tensor) or "scalar" (Python number)
 
 
+def category(dtype: str) -> int:
+    """c10's type categories: bool < integral < floating point."""
+    return 2 if is_float(dtype) else 0 if dtype == BOOL else 1
+
+
 def promote_types(a: str, b: str) -> str:
     """torch.promote_types for the dtypes we model."""
     if a == b:
         return a
+    if category(a) != category(b):
+        return a if category(a) > category(b) else b
     fa, fb = is_float(a), is_float(b)
     if fa and not fb:
         return a
@@ -37,9 +44,7 @@ def _combine_categories(higher: str | None, lower: str | None) -> str | None:
     """c10 combine_categories: a lower-priority class only matters if it is of a higher category."""
     if higher is None:
         return lower
-    if is_float(higher):
-        return higher
-    if lower is not None and is_float(lower):
+    if lower is not None and category(lower) > category(higher):
         return promote_types(higher, lower)
     return higher
 

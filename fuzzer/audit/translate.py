@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..dtypes import DTYPES
-from ..ir import Case, Graph, Input, IRError, Node, check_size, infer
+from ..ir import Case, Graph, Input, IRError, Node, check_size, infer, infer_node
+from ..ops import OPS, ValueInfo
+from ..ops.aten import AtenDtype
+from ..ops.base import AtenCall, AtenFn, AtenSkip
 
 MAX_AUDIT_ELEMENTS = 2**21  # values held inline over all parameters and inputs (a case file stays ~40 MiB at most)
 
@@ -122,191 +125,38 @@ def source_of(fx_node: Any, model_file: str | None) -> Source:
 
 
 class _Skip(Exception):
-    """An op this table does not translate (collected, never raised to the caller)."""
+    """An op this translation cannot take (collected, never raised to the caller)."""
 
 
-Emit = Callable[..., str]  # emit(op, inputs, attrs) -> the IR value name of the new node
+# ATen overloads that keep their operand's value (copies, views of the whole, eval-mode dropout): no node
+PASSTHROUGH = ("clone.default", "contiguous.default", "alias.default", "detach.default", "detach_.default",
+               "lift_fresh_copy.default", "dropout.default", "_assert_tensor_metadata.default")
+# calls that only check metadata: dropped
+_ASSERTS = ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range", "_assert_async")
 
 
-def _dtype_name(dtype: Any) -> str:
-    name = str(dtype).replace("torch.", "")
-    if name not in DTYPES:
-        raise _Skip(f"dtype {name}")
-    return name
-
-
-def _meta_shape(node: Any) -> list[int]:
-    val = node.meta.get("val")
-    return [int(s) for s in val.shape]
-
-
-def _ints(v: Any) -> list[int]:
-    return [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
-
-
-def _conv_arg(v: Any, default: int) -> int | list[int]:
-    """A conv attribute as the IR takes it: one int (PyTorch broadcasts a 1-list) or one per spatial dim."""
-    vals = _ints(default if v is None else v)
-    return vals[0] if len(vals) == 1 else vals
-
-
-def _conv(nd: int) -> Callable:
-    def tr(n: Any, a: list[Any], emit: Emit) -> str:
-        x, w, b = (a + [None] * 3)[:3]
-        stride, padding, dilation, groups = (a + [None] * 7)[3:7]
-        if isinstance(padding, str):
-            raise _Skip(f"padding={padding!r}")
-        attrs = {"stride": _conv_arg(stride, 1), "padding": _conv_arg(padding, 0),
-                 "dilation": _conv_arg(dilation, 1), "groups": int(groups or 1)}
-        return emit(f"conv{nd}d", [x, w, b], attrs)
-    return tr
-
-
-def _convolution(n: Any, a: list[Any], emit: Emit) -> str:
-    x, w, b, stride, padding, dilation, transposed, _out_pad, groups = a[:9]
-    if transposed:
-        raise _Skip("transposed convolution")
-    nd = len(_meta_shape(n)) - 2
-    return emit(f"conv{nd}d", [x, w, b], {"stride": _conv_arg(stride, 1), "padding": _conv_arg(padding, 0),
-                                          "dilation": _conv_arg(dilation, 1), "groups": int(groups)})
-
-
-def _binary(op: str, swap: bool = False) -> Callable:
-    def tr(n: Any, a: list[Any], emit: Emit) -> str:
-        if n.kwargs.get("alpha", 1) != 1 or (len(a) > 2 and a[2] != 1) or n.kwargs.get("rounding_mode"):
-            raise _Skip("alpha or rounding_mode")
-        x, y = a[0], a[1]
-        return emit(op, [y, x] if swap else [x, y], {})
-    return tr
-
-
-def _unary(op: str, **fixed: Any) -> Callable:
-    return lambda n, a, emit: emit(op, [a[0]], dict(fixed))
-
-
-def _identity(n: Any, a: list[Any], emit: Emit) -> str:
-    return a[0]
-
-
-def _to(n: Any, a: list[Any], emit: Emit) -> str:
-    dtype = n.kwargs.get("dtype")
-    if dtype is None:
-        dtype = next((x for x in a[1:] if "dtype" in type(x).__name__ or str(x).startswith("torch.")), None)
-    if dtype is None:
-        return a[0]  # a device move
-    return emit("astype", [a[0]], {"dtype": _dtype_name(dtype)})
-
-
-def _reshape(n: Any, a: list[Any], emit: Emit) -> str:
-    return emit("reshape", [a[0]], {"shape": _meta_shape(n)})
-
-
-def _transpose(n: Any, a: list[Any], emit: Emit) -> str:
-    return emit("transpose", [a[0]], {"dim0": int(a[1]), "dim1": int(a[2])})
-
-
-def _t(n: Any, a: list[Any], emit: Emit) -> str:
-    return emit("transpose", [a[0]], {"dim0": 0, "dim1": 1}) if len(_meta_shape(n)) == 2 else a[0]
-
-
-def _linear(n: Any, a: list[Any], emit: Emit) -> str:
-    return emit("linear", (a + [None])[:3], {})
-
-
-def _matmul(op: str) -> Callable:
-    return lambda n, a, emit: emit(op, [a[0], a[1]], {})
-
-
-def _layer_norm(n: Any, a: list[Any], emit: Emit) -> str:
-    x, shape, w, b, eps = (a + [None] * 5)[:5]
-    eps = 1e-5 if eps is None else eps
-    return emit("layer_norm", [x, w, b], {"normalized_shape": _ints(shape), "eps": float(eps)})
-
-
-def _rms_norm(n: Any, a: list[Any], emit: Emit) -> str:
-    x, shape, w, eps = (a + [None, None])[:4]
-    attrs: dict[str, Any] = {"normalized_shape": _ints(shape)}
-    if eps is not None:
-        attrs["eps"] = float(eps)
-    else:
-        raise _Skip("rms_norm without eps (the default depends on the dtype)")
-    return emit("rms_norm", [x, w], attrs)
-
-
-def _group_norm(n: Any, a: list[Any], emit: Emit) -> str:
-    x, groups, w, b, eps = (a + [None] * 5)[:5]
-    eps = 1e-5 if eps is None else eps
-    return emit("group_norm", [x, w, b], {"num_groups": int(groups), "eps": float(eps)})
-
-
-def _softmax(op: str) -> Callable:
-    def tr(n: Any, a: list[Any], emit: Emit) -> str:
-        if (len(a) > 2 and a[2] not in (None, False)) or n.kwargs.get("dtype") is not None:
-            raise _Skip("softmax with a dtype")
-        return emit(op, [a[0]], {"dim": int(a[1])})
-    return tr
-
-
-def _gelu(n: Any, a: list[Any], emit: Emit) -> str:
-    approximate = n.kwargs.get("approximate", a[1] if len(a) > 1 else "none")
-    return emit("gelu", [a[0]], {"approximate": str(approximate)})
-
-
-def _reduce(op: str, correction: bool = False) -> Callable:
-    def tr(n: Any, a: list[Any], emit: Emit) -> str:
-        if n.kwargs.get("dtype") is not None:
-            raise _Skip("reduction with a dtype")
-        dims = a[1] if len(a) > 1 else None
-        keep = bool(a[2]) if len(a) > 2 else bool(n.kwargs.get("keepdim", False))
-        attrs: dict[str, Any] = {"dims": None if dims is None else _ints(dims), "keepdim": keep}
-        if correction:
-            attrs["correction"] = int(n.kwargs.get("correction", 1) if n.kwargs.get("correction") is not None else 1)
-        return emit(op, [a[0]], attrs)
-    return tr
-
-
-def _dropout(n: Any, a: list[Any], emit: Emit) -> str:
-    if len(a) > 2 and a[2]:
-        raise _Skip("dropout in training mode")
-    return a[0]
-
-
-def table() -> dict[Any, Callable]:
-    """ATen overload -> translator (imports torch)."""
+def _resolve(name: str) -> Any:
+    """The torch OpOverload an overload name ("add_.Tensor") names, or None where this torch lacks it."""
     import torch
 
-    aten = torch.ops.aten
-    return {
-        aten.conv1d.default: _conv(1), aten.conv2d.default: _conv(2), aten.conv3d.default: _conv(3),
-        aten.convolution.default: _convolution,
-        aten.linear.default: _linear,
-        aten.matmul.default: _matmul("matmul"), aten.mm.default: _matmul("matmul"), aten.bmm.default: _matmul("bmm"),
-        aten.layer_norm.default: _layer_norm, aten.group_norm.default: _group_norm, aten.rms_norm.default: _rms_norm,
-        aten.softmax.int: _softmax("softmax"), aten._softmax.default: _softmax("softmax"),
-        aten.log_softmax.int: _softmax("log_softmax"), aten._log_softmax.default: _softmax("log_softmax"),
-        aten.gelu.default: _gelu, aten.silu.default: _unary("silu"),
-        aten.add.Tensor: _binary("add"), aten.add.Scalar: _binary("add"),
-        aten.sub.Tensor: _binary("sub"), aten.sub.Scalar: _binary("sub"), aten.rsub.Scalar: _binary("sub", swap=True),
-        aten.rsub.Tensor: _binary("sub", swap=True),
-        aten.mul.Tensor: _binary("mul"), aten.mul.Scalar: _binary("mul"),
-        aten.div.Tensor: _binary("div"), aten.div.Scalar: _binary("div"),
-        aten.neg.default: _unary("neg"), aten.exp.default: _unary("exp"), aten.log.default: _unary("log"),
-        aten.sqrt.default: _unary("sqrt"), aten.rsqrt.default: _unary("rsqrt"), aten.sin.default: _unary("sin"),
-        aten.cos.default: _unary("cos"), aten.tanh.default: _unary("tanh"),
-        aten.sum.dim_IntList: _reduce("sum"), aten.mean.dim: _reduce("mean"), aten.var.correction: _reduce("var", correction=True),
-        aten.cumsum.default: lambda n, a, emit: emit("cumsum", [a[0]], {"dim": int(a[1])}),
-        aten._to_copy.default: _to, aten.to.dtype: _to, aten.to.dtype_layout: _to, aten.to.device: _to,
-        aten.view.default: _reshape, aten.reshape.default: _reshape, aten._unsafe_view.default: _reshape,
-        aten.flatten.using_ints: _reshape, aten.unsqueeze.default: _reshape, aten.squeeze.dim: _reshape,
-        aten.squeeze.dims: _reshape, aten.transpose.int: _transpose, aten.t.default: _t,
-        aten.clone.default: _identity, aten.contiguous.default: _identity, aten.alias.default: _identity,
-        aten.detach.default: _identity, aten.detach_.default: _identity, aten.lift_fresh_copy.default: _identity,
-        aten.dropout.default: _dropout,
-    }
+    packet, _, overload = name.partition(".")
+    return getattr(getattr(torch.ops.aten, packet, None), overload, None)
 
 
-# ops that only check metadata (no value): dropped
-_ASSERTS = ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range", "_assert_async")
+def table() -> dict[Any, tuple[str, AtenFn]]:
+    """ATen overload -> (its name, the translator of the op record that takes it), read off the op records."""
+    out: dict[Any, tuple[str, AtenFn]] = {}
+    for spec in OPS.values():
+        for name, fn in spec.aten.items():
+            target = _resolve(name)
+            if target is not None:
+                out[target] = (name, fn)
+    return out
+
+
+def passthrough() -> dict[Any, str]:
+    """The value-keeping overloads, resolved."""
+    return {t: n for n in PASSTHROUGH if (t := _resolve(n)) is not None}
 
 
 # ---------------------------------------------------------------- translation
@@ -318,7 +168,16 @@ def _values(tensor: Any) -> Any:
     return tensor.detach().to("cpu").to(torch.float64).numpy().tolist()
 
 
-def _input(name: str, tensor: Any, role: str) -> Input:
+@dataclass(frozen=True)
+class _Empty:
+    """A tensor without elements (an unused lifted constant, a legacy cat operand): it has no IR value."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+def _input(name: str, tensor: Any, role: str) -> Input | _Empty:
     import torch
 
     if not isinstance(tensor, torch.Tensor):
@@ -327,7 +186,7 @@ def _input(name: str, tensor: Any, role: str) -> Input:
     if dtype not in DTYPES:
         raise AuditInputError(f"input {name!r} has dtype {dtype}; the IR takes {', '.join(DTYPES)}")
     if any(s == 0 for s in tensor.shape):
-        raise AuditInputError(f"input {name!r} is empty (shape {list(tensor.shape)})")
+        return _Empty(name, tuple(int(s) for s in tensor.shape), dtype)
     if torch.is_floating_point(tensor) and not bool(torch.isfinite(tensor).all()):
         raise AuditInputError(f"input {name!r} holds inf or nan")
     return Input(name, tuple(int(s) for s in tensor.shape), dtype, role, "tensor", {"values": _values(tensor)})
@@ -354,38 +213,81 @@ def _describe_outputs(ep: Any, out_node: Any, computed: set[str], env: dict[str,
     return f"a {kind.__name__} ({shown})"
 
 
-def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model") -> Translation:
-    """The module as a case: export, map every node, collect every untranslatable op with its line.
+class _Builder:
+    """The IR graph as it is translated: inputs, typed nodes, each value's source line, the fx-name environment."""
 
-    AuditInputError when the module cannot be exported or holds ops the table lacks (all of them listed).
-    """
+    def __init__(self) -> None:
+        self.inputs: list[Input] = []
+        self.nodes: list[Node] = []
+        self.values: dict[str, ValueInfo] = {}
+        self.sources: dict[str, Source] = {}
+        self.env: dict[str, Any] = {}  # fx node name -> IR value name, list of them, _Empty or _Missing
+        self.taken: set[str] = set()
+
+    def fresh(self, base: str) -> str:
+        """An unused value name starting with `base`."""
+        base = base or "v"
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken.add(name)
+        return name
+
+    def add_input(self, inp: Input | _Empty) -> Any:
+        if isinstance(inp, Input):
+            self.inputs.append(inp)
+            self.values[inp.name] = inp.info()
+            return inp.name
+        return inp
+
+    def info(self, value: Any) -> ValueInfo:
+        """The static type of an operand (an empty tensor's too, so a translator can drop it)."""
+        if isinstance(value, _Empty):
+            return ValueInfo(value.shape, value.dtype)
+        if not isinstance(value, str) or value not in self.values:
+            raise _Skip("an operand that was not translated")
+        return self.values[value]
+
+    def emitter(self, fx_name: str, src: Source) -> Callable[[str, list[Any], dict[str, Any]], str]:
+        """emit(op, operands, attrs) for one exported call: appends a typed node, returns its value name."""
+        def emit(op: str, operands: list[Any], attrs: dict[str, Any]) -> str:
+            if any(isinstance(o, (_Empty, _Missing, list)) for o in operands):
+                raise _Skip("an empty or untranslated operand")
+            while operands and operands[-1] is None:
+                operands = operands[:-1]
+            node = Node(self.fresh(fx_name), op, tuple(operands), attrs)
+            try:
+                self.values[node.id] = infer_node(node, self.values).value
+            except IRError as exc:
+                raise _Skip(str(exc).split(": ", 1)[-1]) from None
+            self.nodes.append(node)
+            self.sources[node.id] = src
+            return node.id
+
+        return emit
+
+    def graph(self, outputs: list[str]) -> Graph:
+        """The graph of the values the outputs need (dead nodes and unused inputs dropped)."""
+        live = set(outputs)
+        for node in reversed(self.nodes):
+            if node.id in live:
+                live.update(o for o in node.inputs if isinstance(o, str))
+        return Graph(tuple(i for i in self.inputs if i.name in live), tuple(n for n in self.nodes if n.id in live),
+                     tuple(dict.fromkeys(outputs)))
+
+
+def _placeholders(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder) -> None:
+    """Inputs for the exported program's placeholders: parameters, buffers, constants, user inputs."""
     import torch
     from torch.export.graph_signature import InputKind
 
-    ep, notes = capture(module, args)
     state = {**dict(module.state_dict(keep_vars=False)), **{k: v for k, v in ep.state_dict.items()
                                                             if k not in module.state_dict()}}
-    ops = table()
     specs = {s.arg.name: s for s in ep.graph_signature.input_specs}
     user_args = iter(a for a in torch.utils._pytree.tree_leaves(args))
-    inputs: list[Input] = []
-    env: dict[str, Any] = {}
-    nodes: list[Node] = []
-    sources: dict[str, Source] = {}
-    failures: list[str] = []
-    taken: set[str] = set()
     graph = ep.graph_module.graph
     used = {n.name for n in graph.nodes if n.users}
-
-    def fresh(base: str) -> str:
-        base = base or "v"
-        name_, k = base, 1
-        while name_ in taken:
-            k += 1
-            name_ = f"{base}_{k}"
-        taken.add(name_)
-        return name_
-
     for n in graph.nodes:
         if n.op != "placeholder":
             continue
@@ -393,66 +295,138 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         kind = spec.kind if spec is not None else InputKind.USER_INPUT
         if kind == InputKind.USER_INPUT:
             value = next(user_args, None)
-            if n.name not in used:
-                continue
-            inp = _input(fresh(n.name), value, "input")
+            if n.name in used:
+                b.env[n.name] = b.add_input(_input(b.fresh(n.name), value, "input"))
         elif kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
-            target = str(spec.target)
             if n.name not in used:
                 continue
+            target = str(spec.target)
             tensor = state.get(target) if kind != InputKind.CONSTANT_TENSOR else ep.constants.get(target)
             if tensor is None:
                 tensor = ep.constants.get(target)
             role = "param" if kind != InputKind.CONSTANT_TENSOR else "input"
-            inp = _input(fresh(target), tensor, role)
+            b.env[n.name] = b.add_input(_input(b.fresh(target), tensor, role))
         else:
             raise AuditInputError(f"placeholder {n.name!r} of kind {kind.name} is not supported")
-        inputs.append(inp)
-        env[n.name] = inp.name
 
-    for n in graph.nodes:
+
+def _aten_value(a: Any, env: dict[str, Any]) -> Any:
+    """An exported call's argument as a translator sees it (see AtenCall)."""
+    import torch
+
+    if isinstance(a, torch.fx.Node):
+        return env.get(a.name, _Missing())
+    if isinstance(a, torch.dtype):
+        return AtenDtype(str(a).replace("torch.", ""))
+    if isinstance(a, (torch.device, torch.layout, torch.memory_format)):
+        return None
+    if isinstance(a, (list, tuple)):
+        return [_aten_value(x, env) for x in a]
+    return a
+
+
+def _meta(n: Any) -> tuple[tuple[int, ...] | None, str | None, tuple[tuple[int, ...], ...]]:
+    """(shape, dtype) of a call's one tensor result, and the shapes of a call returning several."""
+    import torch
+
+    val = n.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        dtype = str(val.dtype).replace("torch.", "")
+        return tuple(int(s) for s in val.shape), dtype if dtype in DTYPES else None, ()
+    if isinstance(val, (list, tuple)):
+        return None, None, tuple(tuple(int(s) for s in v.shape) for v in val if isinstance(v, torch.Tensor))
+    return None, None, ()
+
+
+def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set[Any]]:
+    """Translate every call of the exported graph into `b`; (failures with their lines, targets lacking a record)."""
+    import operator
+
+    ops, keep = table(), passthrough()
+    failures: list[str] = []
+    unknown: set[Any] = set()
+    for n in ep.graph_module.graph.nodes:
         if n.op != "call_function":
             continue
         target_name = getattr(n.target, "__name__", str(n.target))
         if any(target_name.startswith(a) for a in _ASSERTS):
             continue
-        fn = ops.get(n.target)
+        args = [_aten_value(a, b.env) for a in n.args]
+        if n.target is operator.getitem:
+            parts, index = args[0], args[1]
+            b.env[n.name] = parts[index] if isinstance(parts, list) and parts[index] is not None else _Missing()
+            continue
+        if n.target in keep:
+            if n.target.__name__.startswith("dropout") and len(args) > 2 and args[2]:
+                failures.append(f"dropout in training mode at {_where(source_of(n, model_file))}")
+                b.env[n.name] = _Missing()
+            else:
+                b.env[n.name] = args[0]
+            continue
         src = source_of(n, model_file)
-        args_ = [_operand(a, env) for a in n.args]
-        missing = any(isinstance(a, _Missing) for a in args_)
-        if missing and (fn is not None or target_name == "getitem"):
-            env[n.name] = _Missing()  # a translatable user of an op already listed (sort's getitem): not listed again
-            continue
-        if fn is None:
+        entry = ops.get(n.target)
+        if entry is None:
             failures.append(f"{_op_name(n.target)} at {_where(src)}")
-            env[n.name] = _Missing()
+            unknown.add(n.target)
+            b.env[n.name] = _Missing()
             continue
-
-        def emit(op: str, operands: list[Any], attrs: dict[str, Any], _n: Any = n, _src: Source = src) -> str:
-            vid = fresh(_n.name)
-            while operands and operands[-1] is None:
-                operands = operands[:-1]
-            nodes.append(Node(vid, op, tuple(operands), attrs))
-            sources[vid] = _src
-            return vid
-
+        overload, fn = entry
+        if any(isinstance(a, _Missing) for a in args):
+            b.env[n.name] = _Missing()  # a user of an op already listed: not listed again
+            continue
+        shape, dtype, shapes = _meta(n)
+        call = AtenCall(overload, tuple(args), {k: _aten_value(v, b.env) for k, v in n.kwargs.items()}, shape, dtype,
+                        b.emitter(n.name, src), b.info, shapes)
         try:
-            if any(isinstance(a, _Missing) for a in args_):
-                raise _Skip("an operand that was not translated")
-            env[n.name] = fn(n, args_, emit)
-        except _Skip as why:
+            b.env[n.name] = fn(call)
+        except (_Skip, AtenSkip) as why:
             if "not translated" not in str(why):
                 failures.append(f"{_op_name(n.target)} ({why}) at {_where(src)}")
-            env[n.name] = _Missing()
+            b.env[n.name] = _Missing()
+            continue
+        mutated = n.args[0] if overload.split(".")[0].endswith("_") and n.args else None
+        if mutated is not None and hasattr(mutated, "name"):  # an in-place op: later reads see the new value
+            b.env[mutated.name] = b.env[n.name]
+    return failures, unknown
+
+
+MAX_DECOMPOSITION_ROUNDS = 3
+
+
+def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model") -> Translation:
+    """The module as a case: export, map every call through the op records, collect every untranslatable op.
+
+    Calls no record takes but that PyTorch decomposes (torch.export's default table) are decomposed and
+    translated again. AuditInputError when the module cannot be exported or holds ops no record takes (all of
+    them listed, with their source lines).
+    """
+    import torch
+
+    ep, notes = capture(module, args)
+    decomposed: list[str] = []
+    for _ in range(MAX_DECOMPOSITION_ROUNDS + 1):
+        b = _Builder()
+        _placeholders(ep, module, args, b)
+        failures, unknown = _calls(ep, b, model_file)
+        table_ = torch.export.default_decompositions()
+        chosen = {t: table_[t] for t in unknown if t in table_}
+        if not failures or not chosen:
+            break
+        decomposed += sorted(_op_name(t) for t in chosen)
+        ep = ep.run_decompositions(chosen)
+    if decomposed:
+        notes.append(f"decomposed into ops precfuzz has: {', '.join(dict.fromkeys(decomposed))}")
     if failures:
         raise AuditInputError(f"{len(failures)} op(s) precfuzz cannot translate: " + "; ".join(failures))
+    graph = ep.graph_module.graph
     out_node = next(n for n in graph.nodes if n.op == "output")
-    outs = [_operand(o, env) for o in torch.utils._pytree.tree_leaves(out_node.args)]
-    if not outs or not all(isinstance(o, str) and o in {nd.id for nd in nodes} for o in outs):
+    outs = [_aten_value(o, b.env) for o in torch.utils._pytree.tree_leaves(out_node.args)]
+    computed = {nd.id for nd in b.nodes}
+    if not outs or not all(isinstance(o, str) and o in computed for o in outs):
         raise AuditInputError("forward must return tensors it computes (a tensor or a tuple of tensors), but it "
-                              f"returned {_describe_outputs(ep, out_node, {nd.id for nd in nodes}, env)}")
-    graph_ir = Graph(tuple(inputs), tuple(nodes), tuple(dict.fromkeys(outs)))
-    total = sum(math.prod(i.shape) for i in inputs)
+                              f"returned {_describe_outputs(ep, out_node, computed, b.env)}")
+    graph_ir = b.graph(outs)
+    total = sum(math.prod(i.shape) for i in graph_ir.inputs)
     if total > MAX_AUDIT_ELEMENTS:
         raise AuditInputError(f"the model holds {total} parameter and input values, more than the "
                               f"{MAX_AUDIT_ELEMENTS} an audit takes (use smaller example args or a smaller config)")
@@ -461,25 +435,11 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     except IRError as exc:
         raise AuditInputError(f"the translated graph is invalid: {exc}") from None
     case = Case(graph_ir, ({},), {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name})
-    return Translation(case, sources, notes)
+    return Translation(case, {k: v for k, v in b.sources.items() if k in computed}, notes)
 
 
 class _Missing:
     """The value of a node that was not translated (its users are skipped, not reported again)."""
-
-
-def _operand(a: Any, env: dict[str, Any]) -> Any:
-    import torch
-
-    if isinstance(a, torch.fx.Node):
-        return env.get(a.name, _Missing())
-    if isinstance(a, bool):
-        return int(a)
-    if isinstance(a, (int, float)) or a is None:
-        return a
-    if isinstance(a, (list, tuple)):
-        return [_operand(x, env) for x in a]
-    return a
 
 
 def _op_name(target: Any) -> str:

@@ -136,7 +136,7 @@ class TorchExecutor(Executor):
         import torch  # noqa: F401 - the rendered code needs it in its namespace
         import torch.nn.functional as F  # noqa: N812
 
-        namespace: dict[str, Any] = {"torch": torch, "F": F, "math": math}
+        namespace: dict[str, Any] = {"torch": torch, "F": F, "math": math, "device": self.device()}
         exec(compile(render_function(graph), f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
         return namespace["graph"]
 
@@ -167,6 +167,8 @@ class TorchExecutor(Executor):
             """Round float64 values to `dtype` the way torch does; back as float64."""
             if dtype.startswith("int"):
                 return np.trunc(values)
+            if dtype == "bool":
+                return np.asarray(values) != 0
             return torch.from_numpy(np.asarray(values, dtype=np.float64)).to(getattr(torch, dtype)).double().numpy()
         '''
 

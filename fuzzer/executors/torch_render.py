@@ -11,7 +11,7 @@ from ..ops.base import TorchCall
 
 TORCH_DTYPE = {
     "float16": "torch.float16", "bfloat16": "torch.bfloat16", "float32": "torch.float32",
-    "float64": "torch.float64", "int32": "torch.int32", "int64": "torch.int64",
+    "float64": "torch.float64", "int32": "torch.int32", "int64": "torch.int64", "bool": "torch.bool",
 }
 __all__ = ["TORCH_DTYPE", "node_expr", "render_function"]
 

@@ -166,6 +166,8 @@ class TVMExecutor(Executor):
             values = np.asarray(values, dtype=np.float64)
             if dtype.startswith("int"):
                 return np.trunc(values)
+            if dtype == "bool":
+                return values != 0
             return values.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype).astype(np.float64)
         '''
 

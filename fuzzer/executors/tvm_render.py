@@ -17,7 +17,8 @@ from ..ir import Graph, Node, TypedGraph, infer, op_attrs
 from ..ops import OPS
 from ..ops.base import RelaxCall
 
-_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64"}
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
+          "bool": "b"}
 
 
 def value_dtype(typed: TypedGraph, value: str) -> str:

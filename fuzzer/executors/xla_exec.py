@@ -35,7 +35,7 @@ LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA
 XLA_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-xla")
 # What the device compiler must not change on its own: Neuron's default auto-casts fp32 matmuls to bf16.
 DECLARED_CC_FLAGS = "--auto-cast=none"
-_XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64"}
+_XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64", "pred": "bool"}
 
 
 def default_pjrt_device() -> str:

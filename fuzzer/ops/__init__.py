@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from . import elementwise, linalg, norms, reductions, shapes
+from . import (
+    attention,
+    constants,
+    elementwise,
+    indexing,
+    linalg,
+    masks,
+    norms,
+    pooling,
+    reductions,
+    resample,
+    shapes,
+)
 from .base import TAGS, ChainBreak, IRError, OpSpec, Typed, ValueInfo, tagged, tensor
 
-OPS: dict[str, OpSpec] = {op.name: op for family in (elementwise, reductions, norms, linalg, shapes) for op in family.OPS}
+FAMILIES = (elementwise, masks, constants, reductions, norms, linalg, shapes, indexing, pooling, resample, attention)
+OPS: dict[str, OpSpec] = {op.name: op for family in FAMILIES for op in family.OPS}
 
 
 def is_cast(op: str) -> bool:

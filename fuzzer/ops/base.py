@@ -138,27 +138,61 @@ class NumpyCall:
     dtype: str  # the node's declared output dtype (int casts truncate)
 
 
+ExampleInput = tuple[str, tuple[int, ...], str, dict[str, Any], "str | None"]
+
+
 @dataclass(frozen=True)
 class Example:
-    """A small valid use of an op: inputs (name, shape, role, init; the dtype is the example's), operands, attributes."""
+    """A small valid use of an op: inputs (name, shape, role, init, dtype: None for the example's), operands, attributes."""
 
-    inputs: tuple[tuple[str, tuple[int, ...], str, dict[str, Any]], ...]
+    inputs: tuple[ExampleInput, ...]
     operands: tuple[Any, ...]
     attrs: dict[str, Any] = field(default_factory=dict)
 
 
 OTHER_FLOAT = "<another float dtype>"  # an Example attribute: float32 for a float16 example, else float16
+SAME_DTYPE = "<the example's dtype>"  # an Example attribute: the dtype the example is made in
 
 
-def example_input(name: str, shape: list[int], role: str = "input", init: dict[str, Any] | None = None
-                  ) -> tuple[str, tuple[int, ...], str, dict[str, Any]]:
-    """One Example input: normal values seeded by its name and shape unless `init` says otherwise."""
-    return (name, tuple(shape), role, dict(init or {"dist": "normal", "seed": len(name) + sum(shape)}))
+def example_input(name: str, shape: list[int], role: str = "input", init: dict[str, Any] | None = None,
+                  dtype: str | None = None) -> ExampleInput:
+    """One Example input: normal values seeded by its name and shape unless `init` says otherwise; `dtype` fixes its
+    dtype (int64 indices, bool masks) whatever the example's."""
+    return (name, tuple(shape), role, dict(init or {"dist": "normal", "seed": len(name) + sum(shape)}), dtype)
 
 
 POSITIVE = {"dist": "uniform", "low": 0.5, "high": 2.0, "seed": 2}  # Example values where an op needs x > 0
 
 
+class AtenSkip(Exception):
+    """An exported ATen call an op record cannot translate faithfully (the audit lists it with the reason)."""
+
+
+@dataclass(frozen=True)
+class AtenCall:
+    """What an op record's ATen translator gets from fuzzer.audit.translate: plain values, no torch objects.
+
+    Tensor arguments are IR value names (str), lists of them stay lists, numbers stay numbers; `info` gives the
+    static type of a value name, `emit` appends an IR node and returns its value name.
+    """
+
+    target: str  # the overload, e.g. "add_.Tensor"
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    shape: tuple[int, ...] | None  # the exported node's output shape (None where it is not one tensor)
+    dtype: str | None  # its output dtype (None where it is not one tensor or not a dtype the IR has)
+    emit: Callable[[str, list[Any], dict[str, Any]], str]
+    info: Callable[[str], "ValueInfo"]
+    shapes: tuple[tuple[int, ...], ...] = ()  # output shapes of a call returning several tensors (split, unbind)
+
+    def arg(self, index: int, name: str, default: Any = None) -> Any:
+        """Argument `index` (positional) or `name` (keyword), else `default`."""
+        if index < len(self.args):
+            return self.args[index]
+        return self.kwargs.get(name, default)
+
+
+AtenFn = Callable[[AtenCall], Any]  # returns the IR value name of the result (or a list of them)
 InferFn = Callable[[list["ValueInfo | None"], dict[str, Any]], Typed]
 RefFn = Callable[..., np.ndarray]  # fn(*operands, **attrs) in float64; pasted into repro scripts
 IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], ValueInfo], tuple[float, float]]
@@ -197,6 +231,9 @@ class OpSpec:
     tags: frozenset[str] = frozenset()  # see TAGS
     relax_dtype: Callable[[RelaxCall], str] | None = None  # the dtype the Relax op yields, where not the compute one
     numpy: Callable[[NumpyCall], str] | None = None  # a float64 numpy expression for short repro scripts (None: none)
+    round_scalars: bool = False  # Python-number operands are first converted to the compute dtype (comparisons)
+    aten: dict[str, AtenFn] = field(default_factory=dict)  # ATen overloads ("relu_.default") that become this op,
+    # each with its translator (fuzzer.audit.translate builds its table from these)
 
     @property
     def required(self) -> int:

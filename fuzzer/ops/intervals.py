@@ -207,10 +207,58 @@ def conv_fan(infos: Infos, attrs: Attrs) -> int:
     return math.prod(w.shape[1:])
 
 
+def conv_transpose_fan(infos: Infos, attrs: Attrs) -> int:
+    w = infos[1]
+    assert w is not None
+    return w.shape[0] // int(attrs.get("groups", 1)) * math.prod(w.shape[2:])
+
+
 def astype_rule(ivs: Ivs, infos: Infos, attrs: Attrs, out: ValueInfo) -> Interval:
     a = ivs[0]
     assert a is not None
     return a if is_float(out.dtype) else rounded(a, out.dtype)
+
+
+def sigmoid(x: float) -> float:
+    """The logistic function at one point (0 and 1 at the infinities)."""
+    if x == -math.inf:
+        return 0.0
+    return 1.0 / (1.0 + exp_bound(-x))
+
+
+def absolute(a: Interval) -> Interval:
+    """|x| for x in a."""
+    if a[0] >= 0:
+        return a
+    if a[1] <= 0:
+        return (-a[1], -a[0])
+    return (0.0, max(-a[0], a[1]))
+
+
+def clamp_rule(ivs: Ivs, infos: Infos, attrs: Attrs, out: ValueInfo) -> Interval:
+    lo, hi = ivs[0]  # type: ignore[misc]
+    if attrs.get("min") is not None:
+        lo, hi = max(lo, attrs["min"]), max(hi, attrs["min"])
+    if attrs.get("max") is not None:
+        lo, hi = min(lo, attrs["max"]), min(hi, attrs["max"])
+    return (lo, hi)
+
+
+def power(a: Interval, b: Interval) -> Interval:
+    """a ** b: the extremes over the corners (and 0 inside a), where the power is real everywhere."""
+    integral = b[0] == b[1] and float(b[0]).is_integer()
+    if a[0] < 0 and not integral:
+        return UNBOUNDED  # a fractional power of a negative number is nan
+    if b[0] < 0 and a[0] <= 0.0 <= a[1]:
+        return UNBOUNDED  # 1 / 0
+    points = [a[0], a[1]] + ([0.0] if a[0] < 0 < a[1] else [])
+    try:
+        values = [math.pow(x, y) for x in points for y in (b[0], b[1])]
+    except (OverflowError, ValueError):
+        return UNBOUNDED
+    if not integral and b[0] < b[1] and a[0] < 1 < a[1]:
+        values.append(1.0)
+    return clamp((min(values), max(values)))
 
 
 def gelu_like(floor: float) -> Callable[[Interval], Interval]:

@@ -1,4 +1,4 @@
-"""Convolutions and matrix products: conv1d/2d/3d, linear, matmul, bmm."""
+"""Convolutions and matrix products: conv1d/2d/3d, conv_transpose1d/2d/3d, linear, matmul, bmm."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from ..dtypes import LOW_PRECISION
 from ..promotion import promote_types
+from . import aten as A
 from . import intervals as iv
 from .base import (
     POSITIVE_INT,
+    AtenCall,
+    AtenSkip,
     ChainBreak,
     Example,
     IRError,
@@ -163,6 +166,62 @@ def matmul(a, b, **_: Any) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def transpose_attrs(nd: int, attrs: dict[str, Any]) -> tuple[tuple[int, ...], ...]:
+    """Normalized (stride, padding, output_padding, dilation) of a transposed conv node, and (groups,)."""
+    stride, padding, dilation, groups = conv_attrs(nd, attrs)
+    out_pad = _tuple(attrs.get("output_padding", 0), nd, "output_padding")
+    if min(out_pad) < 0 or any(o >= max(s, d) for o, s, d in zip(out_pad, stride, dilation)):
+        raise IRError("output_padding must be >= 0 and smaller than stride or dilation")
+    return stride, padding, out_pad, dilation, (groups,)
+
+
+def _infer_conv_transpose(nd: int):
+    def infer(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+        x, w, b = ops
+        assert x is not None and w is not None
+        if x.is_scalar or len(x.shape) != nd + 2 or w.is_scalar or len(w.shape) != nd + 2:
+            raise IRError(f"input and weight must have rank {nd + 2}, got {list(x.shape)} and {list(w.shape)}")
+        require_float(x, "input")
+        stride, padding, out_pad, dilation, (groups,) = transpose_attrs(nd, attrs)
+        if x.shape[1] != w.shape[0] or w.shape[0] % groups:
+            raise IRError(f"input has {x.shape[1]} channels, weight {list(w.shape)} is [in, out / groups, k...] "
+                          f"with {groups} groups")
+        out_c = w.shape[1] * groups
+        if b is not None and (b.is_scalar or b.shape != (out_c,)):
+            raise IRError(f"bias must have shape [{out_c}], got {list(b.shape)}")
+        spatial = [(size - 1) * s - 2 * p + d * (k - 1) + o + 1
+                   for size, k, s, p, o, d in zip(x.shape[2:], w.shape[2:], stride, padding, out_pad, dilation)]
+        if min(spatial) < 1:
+            raise IRError(f"padding {list(padding)} leaves no output")
+        dtype, brk = param_dtype_rule(x, [p for p in (w, b) if p is not None])
+        return Typed(tensor((x.shape[0], out_c, *spatial), dtype), brk, dtype if brk else None)
+
+    return infer
+
+
+def conv_transpose(x, weight, bias=None, stride=1, padding=0, output_padding=0, dilation=1, groups=1,
+                   **_: Any) -> np.ndarray:
+    """N-d transposed convolution (PyTorch's conv_transposeNd): the input spread out by the stride, padded by
+    dilation * (k - 1) - padding (cropped where negative), convolved with the flipped kernel."""
+    nd = x.ndim - 2
+    stride, padding, output_padding, dilation = (
+        [v] * nd if isinstance(v, int) else list(v) for v in (stride, padding, output_padding, dilation))
+    spread = np.zeros(x.shape[:2] + tuple((n - 1) * s + 1 for n, s in zip(x.shape[2:], stride)), dtype=x.dtype)
+    spread[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride)] = x
+    kernel = weight.shape[2:]
+    for axis, (k, p, o, d) in enumerate(zip(kernel, padding, output_padding, dilation), start=2):
+        before, after = d * (k - 1) - p, d * (k - 1) - p + o
+        spread = np.moveaxis(spread, axis, -1)
+        spread = np.pad(spread, [(0, 0)] * (spread.ndim - 1) + [(max(before, 0), max(after, 0))])
+        spread = spread[..., max(-before, 0): spread.shape[-1] - max(-after, 0)]
+        spread = np.moveaxis(spread, -1, axis)
+    c_in, per_group = weight.shape[:2]
+    w = weight.reshape(groups, c_in // groups, per_group, *kernel)
+    w = np.swapaxes(w, 1, 2).reshape(groups * per_group, c_in // groups, *kernel)
+    w = np.flip(w, axis=tuple(range(2, 2 + nd)))
+    return conv(spread, w, bias, 1, 0, dilation, groups)
+
+
 # ---------------------------------------------------------------- lowerings
 
 
@@ -208,7 +267,83 @@ def _conv_op(nd: int) -> OpSpec:
     name = f"conv{nd}d"
     return OpSpec(name, "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(nd), conv,
                   lambda c: _torch_conv(c, name), _relax_product, iv.dot_rule(iv.conv_fan), _conv_example(nd),
-                  params=(1, 2), attr_types=_CONV_TYPES, tags=_CONTRACTION, relax_dtype=accumulate_dtype)
+                  params=(1, 2), attr_types=_CONV_TYPES, tags=_CONTRACTION, relax_dtype=accumulate_dtype,
+                  aten=A.overloads(f"{name}.default", _aten_conv(nd))
+                  | ({"convolution.default": _aten_convolution} if nd == 2 else {}))
+
+
+def _relax_conv_transpose(c: RelaxCall) -> str:
+    nd = len(c.x_shape) - 2
+    acc = accumulate_dtype(c)
+    out_dtype = "" if acc == c.dtype else f", out_dtype={c.low.dt(acc)}"
+    stride, padding, out_pad, dilation, (groups,) = transpose_attrs(nd, c.attrs)
+    conv = (f"R.op.nn.conv{nd}d_transpose({c.arg(0)}, {c.arg(1)}, strides={list(stride)}, padding={list(padding)}, "
+            f"output_padding={list(out_pad)}, dilation={list(dilation)}, groups={groups}{out_dtype})")
+    if c.slot(2) is None:
+        return conv
+    hint = c.low.name_of(c.node.id)
+    conv = c.low.emit(conv, f"{hint}_conv")
+    shaped = c.low.emit(f"R.op.reshape({c.arg(2, acc)}, {[1, -1] + [1] * nd})", f"{hint}_bias")
+    return f"R.op.add({conv}, {shaped})"
+
+
+def _torch_conv_transpose(c: TorchCall, op: str) -> str:
+    kw = ", ".join(f"{k}={c.attrs[k]!r}" for k in ("stride", "padding", "output_padding", "groups", "dilation"))
+    return f"F.{op}({c.args[0]}, {c.args[1]}, {c.args[2]}, {kw})"
+
+
+def _conv_transpose_op(nd: int) -> OpSpec:
+    name = f"conv_transpose{nd}d"
+    example = Example((example_input("x", [1, 4] + [5] * nd), example_input("w", [4, 3] + [3] * nd, "param"),
+                       example_input("b", [6], "param")), ("x", "w", "b"),
+                      {"stride": 2, "padding": 1, "output_padding": 1, "dilation": 1, "groups": 2})
+    return OpSpec(name, "conv_transpose", ("x", "weight", "bias?"), {**_CONV_ATTRS, "output_padding": 0},
+                  _infer_conv_transpose(nd), conv_transpose, lambda c: _torch_conv_transpose(c, name),
+                  _relax_conv_transpose, iv.dot_rule(iv.conv_transpose_fan), example, params=(1, 2),
+                  attr_types={**_CONV_TYPES, "output_padding": int_or_ints(0)}, tags=_CONTRACTION,
+                  relax_dtype=accumulate_dtype, aten=A.overloads(f"{name}.input", _aten_conv_transpose(nd)))
+
+
+def _aten_conv(nd: int) -> A.AtenFn:
+    def tr(c: AtenCall) -> str:
+        padding = c.arg(4, "padding", 0)
+        if isinstance(padding, str):
+            raise AtenSkip(f"padding={padding!r}")
+        attrs = {"stride": A.one_or_many(c.arg(3, "stride"), 1), "padding": A.one_or_many(padding, 0),
+                 "dilation": A.one_or_many(c.arg(5, "dilation"), 1), "groups": int(c.arg(6, "groups", 1) or 1)}
+        return c.emit(f"conv{nd}d", [c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")], attrs)
+
+    return tr
+
+
+def _aten_conv_transpose(nd: int) -> A.AtenFn:
+    """conv_transposeNd.input(input, weight, bias, stride, padding, output_padding, groups, dilation)."""
+    def tr(c: AtenCall) -> str:
+        attrs = {"stride": A.one_or_many(c.arg(3, "stride"), 1), "padding": A.one_or_many(c.arg(4, "padding"), 0),
+                 "output_padding": A.one_or_many(c.arg(5, "output_padding"), 0),
+                 "groups": int(c.arg(6, "groups", 1) or 1), "dilation": A.one_or_many(c.arg(7, "dilation"), 1)}
+        return c.emit(f"conv_transpose{nd}d", [c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")], attrs)
+
+    return tr
+
+
+def _aten_convolution(c: AtenCall) -> str:
+    """convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)."""
+    x, w, b, stride, padding, dilation, transposed, out_pad, groups = (list(c.args) + [None] * 9)[:9]
+    nd = len(c.shape or ()) - 2
+    attrs = {"stride": A.one_or_many(stride, 1), "padding": A.one_or_many(padding, 0),
+             "dilation": A.one_or_many(dilation, 1), "groups": int(groups or 1)}
+    if transposed:
+        return c.emit(f"conv_transpose{nd}d", [x, w, b], {**attrs, "output_padding": A.one_or_many(out_pad, 0)})
+    return c.emit(f"conv{nd}d", [x, w, b], attrs)
+
+
+def _aten_addmm(c: AtenCall) -> str:
+    """addmm(bias, a, b, beta=1, alpha=1): a @ b, then + bias (GPT-2's Conv1D)."""
+    if c.arg(3, "beta", 1) != 1 or c.arg(4, "alpha", 1) != 1:
+        raise AtenSkip("addmm with beta or alpha")
+    product = c.emit("matmul", [c.arg(1, "mat1"), c.arg(2, "mat2")], {})
+    return c.emit("add", [c.arg(0, "self"), product], {})
 
 
 def _np_linear(c: NumpyCall) -> str:
@@ -226,18 +361,24 @@ OPS: list[OpSpec] = [
     _conv_op(1),
     _conv_op(2),
     _conv_op(3),
+    _conv_transpose_op(1),
+    _conv_transpose_op(2),
+    _conv_transpose_op(3),
     OpSpec("linear", "linear", ("x", "weight", "bias?"), {}, _infer_linear, linear,
            lambda c: f"F.linear({c.args[0]}, {c.args[1]}, {c.args[2]})", _relax_product, _INNER,
            Example((example_input("x", [2, 3, 8]), example_input("w", [5, 8], "param"), example_input("b", [5], "param")),
                    ("x", "w", "b")),
            params=(1, 2), tags=_CONTRACTION, relax_dtype=accumulate_dtype,
-           numpy=_np_linear),
+           numpy=_np_linear,
+           aten=A.overloads("linear.default", lambda c: c.emit("linear", [c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")], {}))),
     OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul,
            lambda c: f"torch.matmul({c.args[0]}, {c.args[1]})", _relax_product, _INNER, _MATMUL_EXAMPLE,
            tags=_CONTRACTION, relax_dtype=accumulate_dtype,
-           numpy=lambda c: f"({c.args[0]} @ {c.args[1]})"),
+           numpy=lambda c: f"({c.args[0]} @ {c.args[1]})",
+           aten=A.overloads("matmul.default mm.default", lambda c: c.emit("matmul", [c.arg(0, "self"), c.arg(1, "other")], {})) | {"addmm.default": _aten_addmm}),
     OpSpec("bmm", "matmul", ("a", "b"), {}, _infer_matmul(True), matmul,
            lambda c: f"torch.bmm({c.args[0]}, {c.args[1]})", _relax_product, _INNER, _MATMUL_EXAMPLE,
            tags=_CONTRACTION, relax_dtype=accumulate_dtype,
-           numpy=lambda c: f"({c.args[0]} @ {c.args[1]})"),
+           numpy=lambda c: f"({c.args[0]} @ {c.args[1]})",
+           aten=A.overloads("bmm.default", lambda c: c.emit("bmm", [c.arg(0, "self"), c.arg(1, "mat2")], {}))),
 ]

@@ -10,8 +10,11 @@ import numpy as np
 
 from ..dtypes import LOW_PRECISION
 from ..promotion import promote_types
+from . import aten as A
 from . import intervals as iv
 from .base import (
+    AtenCall,
+    AtenSkip,
     BOOL,
     EPS,
     POSITIVE,
@@ -321,6 +324,48 @@ def _np_batch_norm(c: NumpyCall) -> str:
     return _np_affine(c, y, 3, shape)
 
 
+def _aten_layer_norm(c: AtenCall) -> str:
+    eps = c.arg(4, "eps", 1e-5)
+    return c.emit("layer_norm", [c.arg(0, "input"), c.arg(2, "weight"), c.arg(3, "bias")],
+                  {"normalized_shape": A.ints(c.arg(1, "normalized_shape")), "eps": float(1e-5 if eps is None else eps)})
+
+
+def _aten_rms_norm(c: AtenCall) -> str:
+    eps = c.arg(3, "eps")
+    if eps is None:
+        raise AtenSkip("rms_norm without eps (the default depends on the dtype)")
+    return c.emit("rms_norm", [c.arg(0, "input"), c.arg(2, "weight")],
+                  {"normalized_shape": A.ints(c.arg(1, "normalized_shape")), "eps": float(eps)})
+
+
+def _aten_group_norm(c: AtenCall) -> str:
+    eps = c.arg(4, "eps", 1e-5)
+    return c.emit("group_norm", [c.arg(0, "input"), c.arg(2, "weight"), c.arg(3, "bias")],
+                  {"num_groups": int(c.arg(1, "num_groups")), "eps": float(1e-5 if eps is None else eps)})
+
+
+def _aten_batch_norm(c: AtenCall) -> Any:
+    """batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled), or
+    _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps), which
+    returns (out, mean, rstd): only its first output is translated."""
+    x, w, b, mean, var = (c.arg(k, n) for k, n in enumerate(("input", "weight", "bias", "running_mean", "running_var")))
+    if c.target.startswith("batch_norm"):
+        training, eps = bool(c.arg(5, "training", False)), c.arg(7, "eps", 1e-5)
+    else:
+        training, eps = False, c.arg(6, "eps", 1e-5)
+    if mean is None or var is None:
+        raise AtenSkip("batch_norm without running statistics")
+    out = c.emit("batch_norm", [x, mean, var, w, b], {"eps": float(eps), "training": training})
+    return out if c.target.startswith("batch_norm") else [out, None, None]
+
+
+def _aten_instance_norm(c: AtenCall) -> str:
+    if c.arg(5, "use_input_stats", True) is False:
+        raise AtenSkip("instance_norm with running statistics")
+    return c.emit("instance_norm", [c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")],
+                  {"eps": float(c.arg(7, "eps", 1e-5))})
+
+
 _SEQ = example_input("x", [2, 3, 8])
 _CHANNELS = example_input("x", [2, 4, 6])
 _AFFINE_8 = (example_input("w", [8], "param"), example_input("b", [8], "param"))
@@ -332,32 +377,37 @@ OPS: list[OpSpec] = [
            iv.norm_rule(lambda x, a: math.prod(a["normalized_shape"])),
            Example((_SEQ, *_AFFINE_8), ("x", "w", "b"), {"normalized_shape": [8], "eps": 1e-5}),
            params=(1, 2), attr_types={"normalized_shape": SHAPE, "eps": EPS},
-           numpy=_np_layer_norm),
+           numpy=_np_layer_norm,
+           aten=A.overloads("layer_norm.default", _aten_layer_norm)),
     OpSpec("rms_norm", "norm", ("x", "weight?"), {"normalized_shape": None, "eps": 1e-6},
            _infer_rms_norm, rms_norm, _torch_rms_norm, _relax_rms_norm,
            iv.norm_rule(lambda x, a: math.prod(a["normalized_shape"])),
            Example((_SEQ, _AFFINE_8[0]), ("x", "w"), {"normalized_shape": [8], "eps": 1e-6}),
            params=(1,), attr_types={"normalized_shape": SHAPE, "eps": EPS}, relax_dtype=_rms_dtype,
-           numpy=_np_rms_norm),
+           numpy=_np_rms_norm,
+           aten=A.overloads("rms_norm.default", _aten_rms_norm)),
     OpSpec("group_norm", "norm", ("x", "weight?", "bias?"), {"num_groups": 1, "eps": 1e-5},
            _infer_group_norm, group_norm, _torch_group_norm, _relax_group_norm,
            iv.norm_rule(lambda x, a: math.prod(x.shape[1:]) // a["num_groups"]),
            Example((_CHANNELS, *_AFFINE_4), ("x", "w", "b"), {"num_groups": 2, "eps": 1e-5}),
            params=(1, 2), attr_types={"num_groups": POSITIVE_INT, "eps": EPS},
-           numpy=_np_group_norm),
+           numpy=_np_group_norm,
+           aten=A.overloads("group_norm.default", _aten_group_norm)),
     OpSpec("batch_norm", "norm", ("x", "running_mean", "running_var", "weight?", "bias?"), {"eps": 1e-5, "training": False},
            _infer_batch_norm, batch_norm, _torch_batch_norm, _relax_batch_norm, iv.batch_norm_rule,
            Example((_CHANNELS, example_input("rm", [4], "param"), example_input("rv", [4], "param", POSITIVE),
                     *_AFFINE_4), ("x", "rm", "rv", "w", "b"), {"eps": 1e-5}),
            params=(1, 2, 3, 4), attr_types={"eps": EPS, "training": BOOL},
            tags=frozenset({"autocast-fp32-xla"}),
-           numpy=_np_batch_norm),
+           numpy=_np_batch_norm,
+           aten=A.overloads("batch_norm.default _native_batch_norm_legit_no_training.default", _aten_batch_norm)),
     OpSpec("instance_norm", "norm", ("x", "weight?", "bias?"), {"eps": 1e-5},
            _infer_instance_norm, instance_norm, _torch_instance_norm, _relax_instance_norm,
            iv.norm_rule(lambda x, a: math.prod(x.shape[2:])),
            Example((_CHANNELS, *_AFFINE_4), ("x", "w", "b"), {"eps": 1e-5}),
            params=(1, 2), attr_types={"eps": EPS}, tags=frozenset({"autocast-fp32-xla"}),
-           numpy=_np_instance_norm),
+           numpy=_np_instance_norm,
+           aten=A.overloads("instance_norm.default", _aten_instance_norm)),
 ]
 
 # TVM ToMixedPrecision runs the Relax op these lower to in float16 when all its tensor operands are float16

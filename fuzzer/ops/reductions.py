@@ -7,9 +7,12 @@ from typing import Any, Callable
 import numpy as np
 
 from ..dtypes import is_float
+from . import aten as A
 from . import intervals as iv
 from .base import (
     BOOL,
+    AtenCall,
+    AtenSkip,
     DIMS,
     INT,
     NONNEGATIVE_INT,
@@ -211,6 +214,42 @@ def _np_softmax(log: bool) -> Callable[[NumpyCall], str]:
     return render
 
 
+def _aten_reduce(op: str, correction: bool = False) -> A.AtenFn:
+    """sum/mean/var over dims (None: all), keepdim; var's correction (unbiased=False is correction 0)."""
+    def tr(c: AtenCall) -> str:
+        if c.kwargs.get("dtype") is not None:
+            raise AtenSkip("a reduction with a dtype")
+        dims = c.arg(1, "dim")
+        if c.target == "var.default":
+            dims, keep, corr = None, False, 1 if c.arg(1, "unbiased", True) else 0
+        else:
+            keep = bool(c.arg(2 if c.target != "var.dim" else 3, "keepdim", False))
+            corr = c.kwargs.get("correction")
+            if c.target == "var.dim":
+                corr = 1 if c.arg(2, "unbiased", True) else 0
+        attrs: dict[str, Any] = {"dims": None if dims is None or dims == [] else A.ints(dims), "keepdim": keep}
+        if correction:
+            attrs["correction"] = 1 if corr is None else int(corr)
+        return c.emit(op, [c.arg(0, "self")], attrs)
+
+    return tr
+
+
+def _aten_softmax(op: str) -> A.AtenFn:
+    def tr(c: AtenCall) -> str:
+        if c.arg(2, "half_to_float", None) not in (None, False) or c.kwargs.get("dtype") is not None:
+            raise AtenSkip("softmax with a dtype")
+        return c.emit(op, [c.arg(0, "self")], {"dim": int(c.arg(1, "dim"))})
+
+    return tr
+
+
+def _aten_cumsum(c: AtenCall) -> str:
+    if c.kwargs.get("dtype") is not None:
+        raise AtenSkip("cumsum with a dtype")
+    return c.emit("cumsum", [c.arg(0, "self")], {"dim": int(c.arg(1, "dim"))})
+
+
 _REDUCE_TYPES = {"dims": DIMS, "keepdim": BOOL}
 _X = (example_input("x", [2, 3, 8]),)
 
@@ -218,26 +257,32 @@ OPS: list[OpSpec] = [
     OpSpec("sum", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("sum"), sum,
            _torch_reduce("sum"), _relax_reduce("sum"), iv.reduce_rule("sum"),
            Example(_X, ("x",), {"dims": [-1], "keepdim": False}), attr_types=_REDUCE_TYPES,
-           numpy=_np_reduce("sum")),
+           numpy=_np_reduce("sum"),
+           aten=A.overloads("sum.dim_IntList sum.default", _aten_reduce("sum"))),
     OpSpec("mean", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("mean"), mean,
            _torch_reduce("mean"), _relax_reduce("mean"), iv.reduce_rule("mean"),
            Example(_X, ("x",), {"dims": [-1], "keepdim": True}), attr_types=_REDUCE_TYPES,
-           numpy=_np_reduce("mean")),
+           numpy=_np_reduce("mean"),
+           aten=A.overloads("mean.dim mean.default", _aten_reduce("mean"))),
     OpSpec("var", "reduction", ("a",), {"dims": None, "keepdim": False, "correction": 1}, _infer_reduce("var"), var,
            _torch_var, _relax_var, iv.reduce_rule("var"), Example(_X, ("x",), {"dims": [-1], "keepdim": False}),
            attr_types={**_REDUCE_TYPES, "correction": NONNEGATIVE_INT},
-           numpy=_np_var),
+           numpy=_np_var,
+           aten=A.overloads("var.correction var.dim var.default", _aten_reduce("var", correction=True))),
     OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, _torch_softmax("softmax"),
            _relax_softmax("softmax"), iv.softmax_rule(log=False), Example(_X, ("x",), {"dim": -1}),
            attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"}),
-           numpy=_np_softmax(log=False)),
+           numpy=_np_softmax(log=False),
+           aten=A.overloads("softmax.int _softmax.default", _aten_softmax("softmax"))),
     OpSpec("log_softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, log_softmax, _torch_softmax("log_softmax"),
            _relax_softmax("log_softmax"), iv.softmax_rule(log=True), Example(_X, ("x",), {"dim": -1}),
            attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"}),
-           numpy=_np_softmax(log=True)),
+           numpy=_np_softmax(log=True),
+           aten=A.overloads("log_softmax.int _log_softmax.default", _aten_softmax("log_softmax"))),
     OpSpec("cumsum", "reduction", ("a",), {"dim": -1}, _infer_cumsum, cumsum,
            lambda c: f"torch.cumsum({c.args[0]}, dim={c.attrs['dim']!r})",
            lambda c: f"R.op.cumsum({c.arg(0)}, axis={int(c.attrs['dim'])})", _cumsum_interval,
            Example(_X, ("x",), {"dim": -1}), attr_types={"dim": INT},
-           numpy=lambda c: f"np.cumsum({c.args[0]}, axis={int(c.attrs['dim'])})"),
+           numpy=lambda c: f"np.cumsum({c.args[0]}, axis={int(c.attrs['dim'])})",
+           aten=A.overloads("cumsum.default cumsum_.default", _aten_cumsum)),
 ]
