@@ -301,7 +301,8 @@ def _conv_transpose_op(nd: int) -> OpSpec:
                   _infer_conv_transpose(nd), conv_transpose, lambda c: _torch_conv_transpose(c, name),
                   _relax_conv_transpose, iv.dot_rule(iv.conv_transpose_fan), example, params=(1, 2),
                   attr_types={**_CONV_TYPES, "output_padding": int_or_ints(0)}, tags=_CONTRACTION,
-                  relax_dtype=accumulate_dtype, aten=A.overloads(f"{name}.input", _aten_conv_transpose(nd)))
+                  relax_dtype=accumulate_dtype,
+                  aten=A.overloads(f"{name}.{'default' if nd == 1 else 'input'}", _aten_conv_transpose(nd)))
 
 
 def _aten_conv(nd: int) -> A.AtenFn:

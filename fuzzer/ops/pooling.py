@@ -258,7 +258,7 @@ def _pool_ops(nd: int) -> list[OpSpec]:
                lambda c: f"F.{ada_name}({c.args[0]}, {c.attrs['output_size']!r})",
                lambda c: f"R.op.nn.{ada_name}({c.arg(0)}, output_size={list(_per_dim(c.attrs['output_size'], nd, 'output_size'))})",
                _SAME, _example(nd, {"output_size": 3}), attr_types={"output_size": int_or_ints(1)},
-               aten=A.overloads(f"{ada_name}.default _{ada_name}.default", _aten_adaptive(nd))),
+               aten=A.overloads(f"{ada_name}.default" + ("" if nd == 1 else f" _{ada_name}.default"), _aten_adaptive(nd))),
     ]
 
 
