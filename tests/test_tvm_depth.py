@@ -166,7 +166,17 @@ def test_tvm_mixed_precision_table_matches_tvm_registry() -> None:
                 "sin": "sin", "cos": "cos", "tanh": "tanh", "silu": "nn.silu", "gelu": "nn.gelu",
                 "layer_norm": "nn.layer_norm", "group_norm": "nn.group_norm", "instance_norm": "nn.instance_norm",
                 "rms_norm": "nn.rms_norm", "softmax": "nn.softmax", "log_softmax": "nn.log_softmax", "sum": "sum",
-                "mean": "mean", "var": "mean", "cumsum": "cumsum", "batch_norm": "nn.batch_norm"}
+                "mean": "mean", "var": "mean", "cumsum": "cumsum", "batch_norm": "nn.batch_norm",
+                "relu": "nn.relu", "sigmoid": "sigmoid", "abs": "abs", "erf": "erf", "pow": "power",
+                "maximum": "maximum", "minimum": "minimum", "hardswish": "minimum", "hardsigmoid": "minimum",
+                "clamp": "minimum", "transpose": "permute_dims", "permute": "permute_dims", "reshape": "reshape",
+                "expand": "broadcast_to", "cat": "concat", "slice": "strided_slice", "select": "squeeze",
+                "pad": "nn.pad", "embedding": "take", "index_select": "take", "gather": "gather_elements",
+                "where": "where", "scaled_dot_product_attention": "nn.attention",
+                "conv_transpose1d": "nn.conv1d_transpose", "conv_transpose2d": "nn.conv2d_transpose",
+                "conv_transpose3d": "nn.conv3d_transpose", "interpolate_nearest": "image.resize2d",
+                "interpolate_linear": "image.resize2d",
+                **{f"{kind}_pool{n}d": f"nn.{kind}_pool{n}d" for kind in ("max", "avg", "adaptive_avg") for n in (1, 2, 3)}}
     names = {0: "always", 1: "follow"}
     for op, rop in relax_op.items():
         policy = tvm.ir.Op.get(f"relax.{rop}").get_attr("TMixedPrecisionPolicy")

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("tvm")
 
-from op_examples import example  # noqa: E402
+from op_examples import combined, example  # noqa: E402
 
 from fuzzer.executors import REGISTRY, create  # noqa: E402
 from fuzzer.executors.tvm_exec import PIPELINES, TVMExecutor  # noqa: E402
@@ -113,33 +113,66 @@ UNSUPPORTED = {
     ("instance_norm", "bfloat16"): "instance_norm: only support float32 and float16",  # TOPI, at legalization
     ("group_norm", "bfloat16"): "expects that data must be float, but got T.bfloat16",  # Relax type inference
 }
+# A TVM error at compile that is no limitation it states: a backend bug (power's check forgets bfloat16 is a float)
+FAILS = {("pow", "bfloat16"): "power only applies to float"}
 # Legalized batch_norm adds its float32 epsilon to the float16/bfloat16 variance and returns float32 tensors
-# while Relax declares the input dtype: a dtype divergence the oracles report (values are fine).
-RETURNS_FLOAT32 = {("batch_norm", "float16"), ("batch_norm", "bfloat16")}
+# while Relax declares the input dtype: a dtype divergence the oracles report (values are fine). Legalized
+# nn.attention does the same with its float32 scale.
+RETURNS_FLOAT32 = {("batch_norm", "float16"), ("batch_norm", "bfloat16"),
+                   ("scaled_dot_product_attention", "float16"), ("scaled_dot_product_attention", "bfloat16")}
+# Out of bound on the op's example: float16 sums in the adaptive 3-d pool's windows (as TVM's float16 reductions)
+OUT_OF_BOUND = {("adaptive_avg_pool3d", "float16")}
+
+
+@pytest.fixture(scope="module")
+def every_op(default: TVMExecutor):
+    """dtype -> op -> (outcome of its outputs, ratios): the examples that compile together run as one module."""
+    cache: dict[str, dict[str, tuple]] = {}
+
+    def get(dtype: str) -> dict[str, tuple]:
+        if dtype not in cache:
+            alone = {op for op, d in [*UNSUPPORTED, *FAILS] if d == dtype}
+            case, owner = combined([op for op in sorted(OPS) if op not in alone], dtype)
+            outcome, inputs = run(default, case)
+            results: dict[str, tuple] = {}
+            if outcome.ok:
+                rs = ratios(case, inputs, outcome)
+                for k, name in enumerate(case.graph.outputs):
+                    results[owner[name]] = (outcome, [outcome.dtypes[k]], [rs[k]])
+            for op in sorted(OPS):  # alone: the expected failures, and every op when the module did not build
+                if op not in results:
+                    single = example(op, dtype)
+                    out, ins = run(default, single)
+                    results[op] = (out, out.dtypes, ratios(single, ins, out) if out.ok else [])
+            cache[dtype] = results
+        return cache[dtype]
+
+    return get
 
 
 @pytest.mark.parametrize("op", sorted(OPS))
-def test_every_op_lowers_and_agrees_in_float32(op: str, default: TVMExecutor) -> None:
-    case = example(op, "float32")
-    outcome, inputs = run(default, case)
+def test_every_op_lowers_and_agrees_in_float32(op: str, every_op) -> None:
+    outcome, dtypes, rs = every_op("float32")[op]
     assert outcome.ok, outcome.summary()
-    assert outcome.dtypes == [infer(case.graph).values[o].dtype for o in case.graph.outputs]
-    assert max(ratios(case, inputs, outcome)) <= 1.0
+    assert dtypes == [infer(example(op).graph).values["out"].dtype]
+    assert max(rs) <= 1.0
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("op", sorted(OPS))
-def test_every_op_in_low_precision(op: str, dtype: str, default: TVMExecutor) -> None:
-    case = example(op, dtype)
-    outcome, inputs = run(default, case)
+def test_every_op_in_low_precision(op: str, dtype: str, every_op) -> None:
+    outcome, dtypes, rs = every_op(dtype)[op]
     if (op, dtype) in UNSUPPORTED:
         assert outcome.status == "unsupported" and outcome.stage == "compile", outcome.summary()
         assert UNSUPPORTED[op, dtype] in outcome.message
         return
+    if (op, dtype) in FAILS:
+        assert outcome.status == "error" and FAILS[op, dtype] in outcome.message, outcome.summary()
+        return
     assert outcome.ok, outcome.summary()
-    declared = [infer(case.graph).values[o].dtype for o in case.graph.outputs]
-    assert outcome.dtypes == (["float32"] if (op, dtype) in RETURNS_FLOAT32 else declared)
-    assert max(ratios(case, inputs, outcome)) <= 1.0
+    declared = infer(example(op, dtype).graph).values["out"].dtype
+    assert dtypes == (["float32"] if (op, dtype) in RETURNS_FLOAT32 else [declared])
+    assert (max(rs) > 1.0) == ((op, dtype) in OUT_OF_BOUND), max(rs)
 
 
 def test_float64_norms_are_unsupported_and_rms_norm_computes_in_float32(default: TVMExecutor) -> None:

@@ -11,17 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from op_examples import example
+from op_examples import combined, example
 
 from fuzzer.check import Checker
 from fuzzer.dtypes import round_to
 from fuzzer.executors import REGISTRY, availability, create
 from fuzzer.executors.neuron import NEURON_SETTINGS, UNAVAILABLE, NeuronSetting
 from fuzzer.export import render_script
-from fuzzer.interpret import evaluate
+from fuzzer.interpret import evaluate, ideal_values
 from fuzzer.ir import Case, Graph, Input, Node, infer, input_values, load_case
 from fuzzer.isolation import ExecutorPool
+from fuzzer.ops import OPS
 from oracles.bounds import error_stats
+from oracles.error_bounds import MARGIN
 from oracles.errors import classify_error
 
 XLA = ["xla/native", "xla/bf16-model", "xla/autocast", "xla/legacy-bf16"]
@@ -253,14 +255,56 @@ def test_fp16_bf16_ops_on_every_xla_policy(pool: ExecutorPool) -> None:
     assert hazards == HAZARDS
 
 
+# torch.cat (and stack) of float16 tensors under torch.autocast("cpu", dtype=torch.bfloat16) raises "Unexpected
+# floating ScalarType in at::autocast::prioritize" (PyTorch 2.9.1; float16 autocast runs it): a PyTorch bug the
+# checker reports as torch/autocast raising where eager runs the same program.
+AUTOCAST_RAISES = {("cat", "float16")}
+
+
+def test_cat_of_float16_under_cpu_bfloat16_autocast_raises(pool: ExecutorPool) -> None:
+    case = example("cat", "float16")
+    (outcome,) = pool.run("torch/autocast", case.graph, [input_values(case, 0)])
+    assert outcome.status == "error" and "prioritize" in outcome.message
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_autocast_policy_graphs_match_torch(pool: ExecutorPool, dtype: str) -> None:
-    """The op lists in policy_graph are what torch.autocast does on CPU and on XLA (output dtype per op)."""
-    for op in ("conv2d", "linear", "matmul", "softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm",
-               "instance_norm", "gelu", "sum"):
-        case = example(op, dtype)
-        for name in ("torch/autocast", "xla/autocast"):
-            (outcome,) = pool.run(name, case.graph, [input_values(case, 0)])
-            assert outcome.ok, (name, op, outcome.summary())
-            promised = infer(create(name).policy_graph(case.graph)).values["out"].dtype
-            assert outcome.dtypes == [promised], (name, op, dtype)
+    """The op lists in policy_graph are what torch.autocast does on CPU and on XLA (output dtype of every op)."""
+    ops = [op for op in sorted(OPS) if (op, dtype) not in AUTOCAST_RAISES]
+    case, owner = combined(ops, dtype)
+    for name in ("torch/autocast", "xla/autocast"):
+        (outcome,) = pool.run(name, case.graph, [input_values(case, 0)])
+        assert outcome.ok, (name, outcome.summary())
+        typed = infer(create(name).policy_graph(case.graph))
+        wrong = {owner[o]: (got, typed.values[o].dtype) for o, got in zip(case.graph.outputs, outcome.dtypes)
+                 if got != typed.values[o].dtype}
+        assert wrong == {}, (name, dtype)
+
+
+# What torch_xla 2.9 on PJRT CPU gets wrong on the op examples beyond the findings' margin (everything else:
+# declared dtype, within MARGIN x the bound; float16 convolutions and 3-d pools come to 1.1-1.6x).
+XLA_OUT_OF_BOUND = {
+    # upsample_bilinear2d with align_corners=False picks the wrong source row where the source coordinate is an
+    # integer: (5, 4) -> (9, 7) returns row 3 for output row 4 (4.0 off on arange input); eager is right
+    ("interpolate_linear", "float32"), ("interpolate_linear", "bfloat16"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_every_op_on_xla_native(pool: ExecutorPool, dtype: str) -> None:
+    """Every op's example in one traced graph per dtype: declared dtypes, and the known out-of-bound ops only."""
+    case, owner = combined(sorted(OPS), dtype)
+    inputs = input_values(case, 0)
+    (outcome,) = pool.run("xla/native", case.graph, [inputs])
+    assert outcome.ok, outcome.summary()
+    typed = infer(case.graph)
+    expected = evaluate(case.graph, inputs, rounded=False)
+    ideal = ideal_values(case.graph, inputs)
+    out_of_bound, wrong_dtype = set(), {}
+    for name, got, dtype_got in zip(case.graph.outputs, outcome.outputs, outcome.dtypes):
+        if dtype_got != typed.values[name].dtype:
+            wrong_dtype[owner[name]] = dtype_got
+        if error_stats(got, expected[name], ideal[name], typed.values[name].dtype).ratio > MARGIN:
+            out_of_bound.add((owner[name], dtype))
+    assert wrong_dtype == {}
+    assert out_of_bound == {k for k in XLA_OUT_OF_BOUND if k[1] == dtype}

@@ -23,7 +23,8 @@ from .torch_render import render_function
 # torch.autocast op lists, read off the op records' tags. Measured on torch 2.9.1 / torch_xla 2.9.0 and
 # checked by tests/test_xla_executors.py (the policy graph's dtypes must match what autocast returns).
 AUTOCAST_LOWER = tagged(OPS, "autocast-lower")
-CPU_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-cpu")  # none of the IR's ops (softmax, norms run as given on CPU)
+CPU_AUTOCAST_LOWER = AUTOCAST_LOWER | tagged(OPS, "autocast-lower-cpu")
+CPU_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-cpu")  # the 3-d pools (softmax and norms run as given on CPU)
 
 
 def _value_types(inputs: tuple[Input, ...], nodes: list[Node]) -> dict[str, ValueInfo]:
@@ -229,7 +230,7 @@ class TorchAutocastExecutor(TorchExecutor):
         return torch.autocast("cpu", dtype=torch.bfloat16)
 
     def policy_graph(self, graph: Graph) -> Graph:
-        return autocast_graph(graph, AUTOCAST_LOWER, CPU_AUTOCAST_FP32)
+        return autocast_graph(graph, CPU_AUTOCAST_LOWER, CPU_AUTOCAST_FP32)
 
     def repro_context(self) -> str:
         return "torch.autocast('cpu', dtype=torch.bfloat16)"

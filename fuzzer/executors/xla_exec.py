@@ -33,6 +33,7 @@ LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
 XLA_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-xla")
+XLA_AUTOCAST_LOWER = AUTOCAST_LOWER | tagged(OPS, "autocast-lower-xla")
 # What the device compiler must not change on its own: Neuron's default auto-casts fp32 matmuls to bf16.
 DECLARED_CC_FLAGS = "--auto-cast=none"
 _XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64", "pred": "bool"}
@@ -189,7 +190,7 @@ class XlaAutocastExecutor(XlaExecutor):
         return torch.autocast("xla", dtype=torch.bfloat16)
 
     def policy_graph(self, graph: Graph) -> Graph:
-        return autocast_graph(graph, AUTOCAST_LOWER, XLA_AUTOCAST_FP32)
+        return autocast_graph(graph, XLA_AUTOCAST_LOWER, XLA_AUTOCAST_FP32)
 
     def repro_context(self) -> str:
         return "torch.autocast('xla', dtype=torch.bfloat16)"

@@ -201,11 +201,14 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #   contraction        conv/linear/matmul: float32 accumulators for low-precision operands (TVM out_dtype,
 #                      Neuron's matmult engine)
 #   autocast-lower     torch.autocast casts its float operands to the low-precision dtype (CPU and XLA)
+#   autocast-lower-cpu torch.autocast("cpu") alone does (scaled_dot_product_attention)
+#   autocast-lower-xla torch.autocast("xla") alone does (relu, max_pool2d: torch_xla's list)
 #   autocast-fp32-xla  torch.autocast("xla") casts its float operands to float32
-#   autocast-fp32-cpu  torch.autocast("cpu") casts its float operands to float32 (none of the IR's ops today)
+#   autocast-fp32-cpu  torch.autocast("cpu") casts its float operands to float32 (the 3-d pools)
 #   amp-always         TVM ToMixedPrecision runs it in float16, accumulating in out_dtype (kAlways)
 #   amp-follow         TVM ToMixedPrecision runs it in float16 when every tensor operand is float16 (kFollow)
-TAGS = ("contraction", "autocast-lower", "autocast-fp32-xla", "autocast-fp32-cpu", "amp-always", "amp-follow")
+TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla",
+        "autocast-fp32-cpu", "amp-always", "amp-follow")
 
 
 @dataclass(frozen=True)

@@ -460,7 +460,7 @@ OPS: list[OpSpec] = [
     OpSpec("relu", "activation", ("a",), {}, _unary(float_valued=False, tensor_only=True), relu,
            _torch_unary("torch.relu"), lambda c: f"R.op.nn.relu({c.arg(0)})",
            iv.unary_rule(lambda a: (max(a[0], 0.0), max(a[1], 0.0))), _X,
-           numpy=lambda c: f"np.maximum({c.args[0]}, 0)",
+           tags=frozenset({"autocast-lower-xla"}), numpy=lambda c: f"np.maximum({c.args[0]}, 0)",
            aten=A.overloads("relu.default relu_.default", A.unary("relu"))),
     OpSpec("sigmoid", "activation", ("a",), {}, _unary(tensor_only=True), sigmoid, _torch_unary("torch.sigmoid"),
            lambda c: f"R.op.sigmoid({c.arg(0)})", iv.unary_rule(lambda a: (iv.sigmoid(a[0]), iv.sigmoid(a[1]))), _X,

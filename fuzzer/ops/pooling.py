@@ -233,6 +233,13 @@ def _example(nd: int, attrs: dict[str, Any]) -> Example:
     return Example((example_input("x", [2, 3] + [7] * nd),), ("x",), attrs)
 
 
+# torch.autocast("cpu") runs the 3-d pools in float32; torch.autocast("xla") runs max_pool2d in bfloat16 (measured,
+# tests/test_xla_executors.py); ToMixedPrecision keeps every Relax pool in float16 (kFollow)
+_FP32_CPU = frozenset({"autocast-fp32-cpu", "amp-follow"})
+_AUTOCAST = {1: frozenset({"amp-follow"}), 2: frozenset({"amp-follow"}), 3: _FP32_CPU}
+_AUTOCAST_MAX = {1: frozenset({"amp-follow"}), 2: frozenset({"autocast-lower-xla", "amp-follow"}), 3: _FP32_CPU}
+
+
 def _pool_ops(nd: int) -> list[OpSpec]:
     max_name, avg_name, ada_name = f"max_pool{nd}d", f"avg_pool{nd}d", f"adaptive_avg_pool{nd}d"
     window_types = {"kernel_size": int_or_ints(1), "stride": OPTIONAL_INTS, "padding": int_or_ints(0),
@@ -243,7 +250,7 @@ def _pool_ops(nd: int) -> list[OpSpec]:
                _infer_pool(nd), max_pool,
                lambda c: f"F.{max_name}({c.args[0]}, {_torch_window(c, ('kernel_size', 'stride', 'padding', 'dilation', 'ceil_mode'))})",
                _relax_max(nd), _SAME, _example(nd, {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True}),
-               attr_types={**window_types, "dilation": int_or_ints(1)},
+               attr_types={**window_types, "dilation": int_or_ints(1)}, tags=_AUTOCAST_MAX[nd],
                aten=A.overloads(f"{max_name}.default {max_name}_with_indices.default", _aten_max(nd))),
         OpSpec(avg_name, "pool", ("x",), {"kernel_size": 2, "stride": None, "padding": 0, "ceil_mode": False,
                                           "count_include_pad": True, "divisor_override": None},
@@ -252,12 +259,12 @@ def _pool_ops(nd: int) -> list[OpSpec]:
                           f"{_torch_window(c, ('kernel_size', 'stride', 'padding', 'ceil_mode', 'count_include_pad', 'divisor_override'))})"),
                _relax_avg(nd), _SAME,
                _example(nd, {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False}),
-               attr_types={**window_types, "count_include_pad": BOOL, "divisor_override": DIVISOR},
+               attr_types={**window_types, "count_include_pad": BOOL, "divisor_override": DIVISOR}, tags=_AUTOCAST[nd],
                aten=A.overloads(f"{avg_name}.default", _aten_avg(nd))),
         OpSpec(ada_name, "pool", ("x",), {"output_size": 1}, _infer_adaptive(nd), adaptive_avg_pool,
                lambda c: f"F.{ada_name}({c.args[0]}, {c.attrs['output_size']!r})",
                lambda c: f"R.op.nn.{ada_name}({c.arg(0)}, output_size={list(_per_dim(c.attrs['output_size'], nd, 'output_size'))})",
-               _SAME, _example(nd, {"output_size": 3}), attr_types={"output_size": int_or_ints(1)},
+               _SAME, _example(nd, {"output_size": 3}), attr_types={"output_size": int_or_ints(1)}, tags=_AUTOCAST[nd],
                aten=A.overloads(f"{ada_name}.default" + ("" if nd == 1 else f" _{ada_name}.default"), _aten_adaptive(nd))),
     ]
 

@@ -156,6 +156,7 @@ SIZES = AttrType("a list of 1 to 3 ints >= 1", lambda v: isinstance(v, list) and
 SCALES = AttrType("null or a list of positive numbers", lambda v: v is None or (isinstance(v, list) and all(
     isinstance(s, (int, float)) and not isinstance(s, bool) and 0 < s < 1e6 for s in v)))
 _SAME = iv.unary_rule(lambda a: a)
+_AMP = frozenset({"amp-follow"})  # ToMixedPrecision keeps image.resize in float16 (kFollow)
 _NEAREST = " ".join(f"upsample_nearest{n}d.default upsample_nearest{n}d.vec" for n in (1, 2, 3))
 _LINEAR = "upsample_linear1d.default upsample_linear1d.vec upsample_bilinear2d.default upsample_bilinear2d.vec " \
           "upsample_trilinear3d.default upsample_trilinear3d.vec"
@@ -164,11 +165,11 @@ OPS: list[OpSpec] = [
     OpSpec("interpolate_nearest", "resample", ("x",), {"size": None, "scales": None}, _infer, interpolate_nearest,
            lambda c: _torch(c, "nearest"), lambda c: _relax(c, "nearest_neighbor"), _SAME,
            Example((example_input("x", [1, 3, 5, 4]),), ("x",), {"size": [10, 12]}),
-           attr_types={"size": SIZES, "scales": SCALES},
+           attr_types={"size": SIZES, "scales": SCALES}, tags=_AMP,
            aten=A.overloads(_NEAREST, _aten_resample("interpolate_nearest"))),
     OpSpec("interpolate_linear", "resample", ("x",), {"size": None, "align_corners": False, "scales": None}, _infer,
            interpolate_linear, lambda c: _torch(c, "linear"), lambda c: _relax(c, "linear"), _SAME,
            Example((example_input("x", [1, 3, 5, 4]),), ("x",), {"size": [9, 7], "align_corners": False}),
-           attr_types={"size": SIZES, "align_corners": BOOL, "scales": SCALES},
+           attr_types={"size": SIZES, "align_corners": BOOL, "scales": SCALES}, tags=_AMP,
            aten=A.overloads(_LINEAR, _aten_resample("interpolate_linear"))),
 ]
