@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oracles import crashes, semantics
+from oracles import crashes, precision_hazards, semantics
 from oracles.bounds import SLACK_ULPS, ErrorStats, error_stats
 from oracles.error_bounds import (
     OutputJudgement,
@@ -45,6 +45,7 @@ from .ir import (
     infer,
     input_values,
     op_attrs,
+    redeclare,
 )
 from .isolation import ExecutorPool
 from .ops import OPS, is_cast
@@ -371,11 +372,13 @@ class Checker:
         answers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]] = {}  # by executor
         backends = threading.Thread(target=run_backends, name="precfuzz-backends", daemon=True)
         backends.start()
+        hazards: list[Finding] = []
         try:
             for name in names:
                 ex = self.pool.executors[name].bind(self._options)
                 if ex.judge_numbers:
                     answers[name] = self._numbers(ex.numeric_graph(graph), sets, numbers)
+            hazards = self._precision_hazards(case, names, sets, answers) if culprits else []
         finally:
             backends.join()
         if failed:
@@ -414,7 +417,7 @@ class Checker:
                         for f in semantic]
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
-        findings += crashes.judge(graph, outcomes)
+        findings += crashes.judge(graph, outcomes) + hazards
         if culprits and case.tvm_passes:
             findings = [self._culprit(f, case) if "tvm_passes" in self.pool.executors[f.executor].case_options
                         and f.kind == "backend-bug" else f for f in findings]
@@ -432,6 +435,38 @@ class Checker:
             ins = [rounded_inputs(numeric, v) for v in sets]
             numbers[key] = ([evaluate(numeric, v, rounded=False) for v in ins], [ideal_values(numeric, v) for v in ins])
         return numbers[key]
+
+    def _precision_hazards(self, case: Case, names: list[str], sets: list[Values],
+                           answers: dict[str, tuple[list[Values], list[dict[str, list[np.ndarray]]]]]) -> list[Finding]:
+        """A precision hazard per distinct numeric graph whose ideal already loses the float32 model's outputs.
+
+        Needs no backend outcome (it judges the policy, not a backend): it runs while the backends do. A policy
+        whose program PyTorch rejects (a chain break) runs nowhere and is not judged.
+        """
+        model = case.with_graph(redeclare(case.graph, LOW_PRECISION, "float32"))
+        model_sets = [input_values(model, k) for k in range(len(case.input_sets))]
+        seen: set[str] = set()
+        out: list[Finding] = []
+        for name in names:
+            ex = self.pool.executors[name].bind(self._options)
+            if name not in answers:
+                continue
+            numeric = ex.numeric_graph(case.graph)
+            key = canonical(graph_to_json(numeric))
+            if key in seen:
+                continue
+            seen.add(key)
+            typed = infer(numeric)
+            if typed.chain_breaks() or not any(v.dtype in LOW_PRECISION for v in typed.values.values()):
+                continue
+            model32 = redeclare(numeric, LOW_PRECISION, "float32")
+            for k, values in enumerate(sets):
+                lost = precision_hazards.judge(numeric, model32, rounded_inputs(numeric, values),
+                                               rounded_inputs(model32, model_sets[k]))
+                if lost is not None:
+                    out.append(precision_hazards.finding(name, ex.policy, numeric, lost, k))
+                    break
+        return out
 
     # ------------------------------------------------------------ pass sequences
 

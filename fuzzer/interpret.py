@@ -15,7 +15,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .dtypes import is_exact, is_float, round_to
+from .dtypes import LOW_PRECISION, is_exact, is_float, round_to
 from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
 from .ops import OPS, is_cast
@@ -75,13 +75,14 @@ def reference_functions(graph: Graph) -> str:
     return "\n".join(constants) + ("\n\n" if constants else "") + "\n\n".join(functions) + "\n"
 
 
-def render_reference(graph: Graph, name: str = "reference") -> str:
+def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str] = frozenset()) -> str:
     """`def reference(inputs, rounded, round_to)` returning every value of the graph in float64.
 
     rounded=False is the reference: exact math on the (already dtype-rounded) inputs, no rounding
     anywhere else (only casts to integer truncate). rounded=True is the ideal mixed-precision
     implementation: each op computes exactly (fp32-or-better accumulation) from its operands cast to
-    its compute dtype, and its result is rounded once to the op's declared output dtype.
+    its compute dtype, and its result is rounded once to the op's declared output dtype. Nodes in `widen` round
+    a float16/bfloat16 result to float32 instead (precision hazards: that node alone kept in float32).
     """
     typed = infer(graph)
     ident = value_identifiers(graph)
@@ -113,7 +114,7 @@ def render_reference(graph: Graph, name: str = "reference") -> str:
         elif is_cast(node.op) and not is_float(info.dtype):
             call = f"np.trunc({call})"
         elif info.kind != "scalar":
-            call = f"rnd({call}, {info.dtype!r})"
+            call = f"rnd({call}, {'float32' if node.id in widen and info.dtype in LOW_PRECISION else info.dtype!r})"
         lines.append(f"    {ident[node.id]} = {call}")
     names = [i.name for i in graph.inputs] + [n.id for n in graph.nodes]
     lines.append("    return {" + ", ".join(f"{n!r}: {ident[n]}" for n in names) + "}")
@@ -121,7 +122,7 @@ def render_reference(graph: Graph, name: str = "reference") -> str:
 
 
 @lru_cache(maxsize=256)
-def _compiled(key: str) -> Callable[..., Values]:
+def _compiled(key: str, widen: frozenset[str] = frozenset()) -> Callable[..., Values]:
     from .ir import graph_from_json
 
     graph = graph_from_json(__import__("json").loads(key), trusted=True)
@@ -131,7 +132,7 @@ def _compiled(key: str) -> Callable[..., Values]:
         seen: dict[str, FunctionType] = {}
         _helpers(fn, seen)  # type: ignore[arg-type]
         namespace.update(seen)
-    exec(compile(render_reference(graph), "<precfuzz reference>", "exec"), namespace)  # noqa: S102 - our own render
+    exec(compile(render_reference(graph, widen=widen), "<precfuzz reference>", "exec"), namespace)  # noqa: S102 - our own render
     return namespace["reference"]
 
 
@@ -165,7 +166,7 @@ VARIANCE_OPS = frozenset({"layer_norm", "group_norm", "batch_norm", "instance_no
 
 
 def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "float64",
-             overflow: list[str] | None = None) -> Values:
+             overflow: list[str] | None = None, widen: frozenset[str] = frozenset()) -> Values:
     """Every value of the graph in float64 (see render_reference for the two modes).
 
     With rounded=True, `arithmetic` picks one of three ideal implementations of the declared dtypes:
@@ -177,10 +178,10 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
     if arithmetic == "float32-one-pass":
         token = VARIANCE_FORM.set("one-pass")
         try:
-            return evaluate(graph, inputs, rounded, "float32", overflow)
+            return evaluate(graph, inputs, rounded, "float32", overflow, widen)
         finally:
             VARIANCE_FORM.reset(token)
-    fn = _compiled(canonical(graph_to_json(graph)))
+    fn = _compiled(canonical(graph_to_json(graph)), frozenset(widen))
     typed = infer(graph)
     rnd = round_to
     kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}  # masks stay bool

@@ -429,6 +429,14 @@ def _literal_ok(value: float | int) -> bool:
     return abs(value) <= limits.MAX_INT_LITERAL
 
 
+def redeclare(graph: Graph, wide: tuple[str, ...], dtype: str) -> Graph:
+    """The graph with every tensor input, cast and constant of a `wide` dtype declared as `dtype` instead."""
+    inputs = tuple(replace(i, dtype=dtype) if i.kind == "tensor" and i.dtype in wide else i for i in graph.inputs)
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": dtype}) if n.attrs.get("dtype") in wide else n
+                  for n in graph.nodes)
+    return Graph(inputs, nodes, graph.outputs)
+
+
 def input_values(case: Case, index: int) -> dict[str, np.ndarray]:
     """The dtype-rounded values of input set `index` (float64 arrays; 0-dim arrays for Python scalars)."""
     overrides = case.input_sets[index] if case.input_sets else {}

@@ -22,9 +22,10 @@ import numpy as np
 from oracles.bounds import SLACK_ULPS, allowed_ulps
 from oracles.error_bounds import MARGIN
 from oracles.findings import Finding
+from oracles.precision_hazards import PRECISION_LOSS
 
 from . import __version__
-from .dtypes import FLOAT_FORMATS, is_float
+from .dtypes import FLOAT_FORMATS, LOW_PRECISION, is_float
 from .executors.base import Executor
 from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
 from .executors.tvm_exec import TVMExecutor, render_passes
@@ -32,7 +33,7 @@ from .executors.tvm_render import render_module
 from .export import _exceeds, comment
 from .identifiers import literal, value_identifiers
 from .interpret import evaluate, ideal_values
-from .ir import Case, Graph, infer, input_values, op_attrs
+from .ir import Case, Graph, infer, input_values, op_attrs, redeclare
 from .ops import OPS, has_training_mode, is_cast
 from .ops.base import NumpyCall
 from .values import expression
@@ -171,6 +172,8 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
         raise NotImplementedError("tvm/frontend has no short script yet (its repro_full.py runs the export path)")
     if not isinstance(executor, TVMExecutor) and not hasattr(executor, "repro_env"):  # debug/faults: full only
         raise NotImplementedError(f"{executor.name} has no short script")
+    if finding.oracle == "model-hazard" and finding.error_class == "precision":
+        return _precision_script(case, finding, executor, title, set_index)
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)
     if isinstance(executor, TVMExecutor):
         return _tvm_script(case, finding, executor, title, set_index, ev)
@@ -271,6 +274,8 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
 
     made, _ = _input_lines(case, set_index, make)
     code = "".join(defs)
+    if "device=device" in code and "    device = " not in code:  # constants alone: made on the CPU (or the device)
+        made = ['device = "cpu"'] + made
     env = ex.repro_env() if not hazard else {}
     lines = (([f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]) + ["import numpy as np", "import torch"]
              + ["import torch.nn.functional as F"] * ("F." in code) + ["import torch_xla"] * on_device
@@ -339,6 +344,38 @@ def _hazard_tail(finding: Finding, prog: str) -> list[str]:
     return ["try:", f"    outs = {prog}(*inputs)", "except RuntimeError as exc:",
             f"    print('PyTorch raises:', str(exc).splitlines()[0], '- fix:', {fix!r})", "    sys.exit(1)",
             "print('runs:', [str(o.dtype) for o in outs])"]
+
+
+def _precision_script(case: Case, finding: Finding, ex: Any, title: str, set_index: int) -> str:
+    """A precision hazard: the policy's program in PyTorch eager against the same model in float32, on the CPU."""
+    policy = ex.numeric_graph(case.graph)
+    model32 = redeclare(policy, LOW_PRECISION, "float32")
+    defs = render_function(policy, "program") + render_function(model32, "model32")
+
+    def make(inp: Any, expr: str) -> str:
+        if inp.kind == "scalar":
+            return f"{'float' if is_float(inp.dtype) else 'int'}(np.asarray({expr}).reshape(()))"
+        return f"torch.tensor({expr})" + ("" if is_float(inp.dtype) else f".to({TORCH_DTYPE[inp.dtype]})")
+
+    made, _ = _input_lines(case, set_index, make)
+    if "device=device" in defs and "    device = " not in defs:  # constants alone: made on the CPU
+        made = ['device = "cpu"'] + made
+    dtypes = [TORCH_DTYPE[i.dtype] if i.kind == "tensor" else "None" for i in policy.inputs]
+    k = list(policy.outputs).index(finding.output) if finding.output in policy.outputs else 0
+    fix = str(finding.details.get("fix", ""))
+    lines = (["import numpy as np", "import torch"] + ["import torch.nn.functional as F"] * ("F." in defs)
+             + defs.splitlines() + made
+             + [f"dtypes = [{', '.join(dtypes)}]  # as {comment(ex.policy)} declares the inputs",
+                "with torch.no_grad():",
+                "    actual = program(*[t.to(d) if torch.is_tensor(t) else t for t, d in zip(inputs, dtypes)])"
+                f"[{k}].double()",
+                "    expected = model32(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "
+                f"for t in inputs])[{k}].double()  # the model in float32",
+                "loss = ((actual - expected).pow(2).mean().sqrt() / expected.pow(2).mean().sqrt()).item()",
+                f"print(f'{comment(finding.output)}: relative RMS error {{loss:.3g}} against the float32 model, in "
+                f"PyTorch eager on the CPU; fix: ' + {fix!r})",
+                f"sys.exit(1 if loss > {PRECISION_LOSS!r} else 0)"])
+    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 # ---------------------------------------------------------------- TVM Relax

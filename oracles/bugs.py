@@ -45,6 +45,8 @@ def error_family(finding: Finding) -> str:
     """The class part of the key."""
     if finding.oracle in ("error-bound", "effective-precision"):
         return "underflow" if finding.error_class == "underflow" else "accuracy"
+    if finding.oracle == "model-hazard" and finding.error_class == "precision":
+        return "precision"
     return {"dtype-divergence": "dtype", "silent-downcast": "downcast", "model-hazard": "hazard",
             "coverage": "unsupported"}.get(finding.oracle, finding.error_class)
 
@@ -163,6 +165,11 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     passes = culprit or _pass_names(describe or {})
     scope = f" after {passes}" if (variant != "*" or culprit) and passes else ""
     fam = error_family(finding)
+    if finding.kind == "model-hazard" and finding.error_class == "precision":
+        d = finding.details
+        return (f"Precision hazard: {dc} {op} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "
+                f"against float32) under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; keep it "
+                "in float32")
     if finding.kind == "model-hazard":
         d = finding.details
         src = (d.get("sources") or ["an upstream tensor"])[0]

@@ -12,8 +12,7 @@ from typing import Any, Callable
 from ..artifacts import write_finding
 from ..check import Checker, CheckResult
 from ..dtypes import LOW_PRECISION, is_float
-from ..executors.torch_exec import narrow
-from ..ir import Case, Graph, infer
+from ..ir import Case, Graph, infer, redeclare
 from ..minimize.engine import MinimizeError, minimize
 from .verdict import (
     Bug,
@@ -33,7 +32,7 @@ def premigration(graph: Graph) -> Graph:
     torch.export bakes `.to(latents.dtype)` in as the dtype the example had; the fp32 model that XLA_USE_BF16
     ran would have cast to float32 there.
     """
-    return narrow(graph, LOW_PRECISION, "float32")
+    return redeclare(graph, LOW_PRECISION, "float32")
 
 
 def scenario(label: str, result: CheckResult, checker: Checker) -> Scenario:

@@ -34,10 +34,13 @@ class Source:
     code: str
     module: str = ""  # the submodule that made it (`proj (Conv3d)`), where one did
     aten: str = ""  # the ATen op of the exported graph
+    library: str = ""  # the library line that made it (`transformers/models/gpt2/modeling_gpt2.py:208`), where the
+    # value is made inside a library the user's code called; `file`/`line` are then the user's call site
 
     def where(self) -> str:
-        """`denoiser.py:41`."""
-        return f"{Path(self.file).name}:{self.line}" if self.file else "?"
+        """`denoiser.py:41`, or `transformers/.../modeling_gpt2.py:208 (called at gpt2.py:30)` inside a library."""
+        own = f"{Path(self.file).name}:{self.line}" if self.file else "?"
+        return f"{self.library} (called at {own})" if self.library else own
 
 
 @dataclass
@@ -112,13 +115,19 @@ def source_of(fx_node: Any, model_file: str | None) -> Source:
     mine = [p for p in parsed if model_file and Path(p[0]).resolve() == Path(model_file).resolve()]
     outside = [p for p in parsed if "/torch/" not in p[0] and "/site-packages/" not in p[0]]
     fname, lineno, code = (mine or outside or parsed or [("", 0, "")])[-1]
+    library = ""
+    libs = [p for p in parsed if "/site-packages/" in p[0] and "/site-packages/torch/" not in p[0]]
+    if libs and parsed.index(libs[-1]) > max((parsed.index(p) for p in mine or outside), default=-1):
+        lib_file, lib_line, lib_code = libs[-1]
+        library = f"{lib_file.split('/site-packages/', 1)[1]}:{lib_line}"
+        code = lib_code or code
     stack = fx_node.meta.get("nn_module_stack") or {}
     module = ""
     if stack:
         path, kind = list(stack.values())[-1]
         if path:
             module = f"{path} ({str(kind).rsplit('.', 1)[-1]})"
-    return Source(fname, lineno, code, module, str(getattr(fx_node, "target", "")))
+    return Source(fname, lineno, code, module, str(getattr(fx_node, "target", "")), library)
 
 
 # ---------------------------------------------------------------- the op table

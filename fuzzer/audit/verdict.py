@@ -67,6 +67,7 @@ class Hazard:
     fix: str
     error: str
     caller_cast: bool = False  # the odd dtype is a model input itself: the caller owes the cast
+    precision: float | None = None  # a precision hazard: the relative error the policy's ideal leaves on the outputs
 
 
 @dataclass
@@ -184,8 +185,22 @@ def _describe_value(graph: Graph, typed: Any, sources: dict[str, Source], name: 
     return f"`{src.code}` ({src.where()}, {dtype})"
 
 
+def precision_hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module: bool) -> Hazard:
+    """A precision hazard (the policy's own rounding loses the outputs) located in the user's code, with its fix."""
+    src = sources.get(f.node) or Source("", 0, "")
+    row = row_label(sc.policies.get(f.executor, "declared"), sc.label, bf16_module)
+    fix = str(f.details.get("fix", ""))
+    if src.file:
+        fix = f"{src.where()}: {fix}"
+    return Hazard([row], [f.executor], f.node, f.ops[0] if f.ops else "?", src.where(), src.code, src.module,
+                  f.dtypes[0] if f.dtypes else "?", "float32", [], [], fix, f.message,
+                  precision=float(f.details.get("loss", 0.0)))
+
+
 def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module: bool) -> Hazard:
     """A model-hazard finding located in the user's code, with its one-line fix."""
+    if f.error_class == "precision":
+        return precision_hazard_of(f, sc, sources, bf16_module)
     graph = sc.policy_graphs[f.executor]
     typed = infer(graph)
     node = graph.node(f.node)
@@ -370,6 +385,10 @@ def render(v: Verdict) -> str:
 
 def _hazard_lines(h: Hazard) -> list[str]:
     module = f" [{h.module}]" if h.module else ""
+    if h.precision is not None:
+        return [f"  under {', '.join(h.rows)}: {h.op} `{h.node}`{module} at {h.where} `{h.code}`: its "
+                f"{h.activation_dtype} rounding leaves the model's outputs {h.precision:.3g} off (relative RMS error "
+                "against the float32 model) on every backend, eager included", f"      fix: {h.fix}"]
     lines = [f"  under {', '.join(h.rows)}: {h.op} `{h.node}`{module} at {h.where} `{h.code}` gets a "
              f"{h.activation_dtype} activation next to {h.param_dtype} parameters; PyTorch raises ({h.error})"]
     if h.promoted_by:

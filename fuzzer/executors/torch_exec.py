@@ -16,7 +16,7 @@ import numpy as np
 from .. import outcome as oc
 from ..dtypes import is_float
 from ..ir import Graph, Input, Node, infer
-from ..ops import OPS, ValueInfo, is_cast, tagged
+from ..ops import OPS, ValueInfo, tagged
 from .base import Executor, Inputs
 from .torch_render import render_function
 
@@ -80,14 +80,6 @@ def recast_inputs(graph: Graph, role: str | None, dtype: str, only: tuple[str, .
     inputs = tuple(replace(i, dtype=dtype) if (role is None or i.role == role) and i.kind == "tensor"
                    and is_float(i.dtype) and (only is None or i.dtype in only) else i for i in graph.inputs)
     return Graph(inputs, graph.nodes, graph.outputs)
-
-
-def narrow(graph: Graph, wide: tuple[str, ...], dtype: str) -> Graph:
-    """The graph with every input and cast of a `wide` dtype declared as `dtype` instead (computing in `dtype`)."""
-    inputs = tuple(replace(i, dtype=dtype) if i.kind == "tensor" and i.dtype in wide else i for i in graph.inputs)
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": dtype}) if is_cast(n.op) and n.attrs.get("dtype") in wide
-                  else n for n in graph.nodes)
-    return Graph(inputs, nodes, graph.outputs)
 
 
 class TorchExecutor(Executor):

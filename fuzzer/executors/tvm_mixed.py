@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..dtypes import is_float
-from ..ir import Graph, Node, infer
-from ..ops import OPS, is_cast, tagged
+from ..ir import Graph, Node, infer, redeclare
+from ..ops import OPS, tagged
 from .tvm_exec import TVMExecutor
 
 # IR op -> TMixedPrecisionPolicy of the Relax op its lowering emits, read off the op records' tags (tests check
@@ -31,11 +31,8 @@ WIDE = ("float16", "bfloat16", "float64")
 
 
 def float32_version(graph: Graph) -> Graph:
-    """The graph with every floating-point input and cast declared float32 (what ToMixedPrecision expects)."""
-    inputs = tuple(replace(i, dtype="float32") if i.kind == "tensor" and i.dtype in WIDE else i for i in graph.inputs)
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": "float32"}) if is_cast(n.op) and n.attrs.get("dtype") in WIDE
-                  else n for n in graph.nodes)
-    return Graph(inputs, nodes, graph.outputs)
+    """The graph with every floating-point input, cast and constant declared float32 (what ToMixedPrecision expects)."""
+    return redeclare(graph, WIDE, "float32")
 
 
 def runs_in_float16(graph: Graph) -> set[str]:

@@ -14,10 +14,10 @@ from . import aten as A
 from . import intervals as iv
 from .base import (
     DTYPE,
-    AtenCall,
     OTHER_FLOAT,
-    AttrType,
     POSITIVE,
+    AtenCall,
+    AttrType,
     Example,
     IRError,
     NumpyCall,

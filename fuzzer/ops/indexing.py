@@ -18,7 +18,6 @@ from .base import (
     AtenCall,
     Example,
     IRError,
-    NumpyCall,
     OpSpec,
     RelaxCall,
     Typed,

@@ -13,13 +13,13 @@ from ..promotion import promote_types
 from . import aten as A
 from . import intervals as iv
 from .base import (
-    AtenCall,
-    AtenSkip,
     BOOL,
     EPS,
     POSITIVE,
     POSITIVE_INT,
     SHAPE,
+    AtenCall,
+    AtenSkip,
     Example,
     IRError,
     NumpyCall,

@@ -11,11 +11,11 @@ from . import aten as A
 from . import intervals as iv
 from .base import (
     BOOL,
-    AtenCall,
-    AtenSkip,
     DIMS,
     INT,
     NONNEGATIVE_INT,
+    AtenCall,
+    AtenSkip,
     Example,
     IRError,
     NumpyCall,

@@ -1,0 +1,133 @@
+"""Precision hazards: a precision policy that loses the model's own precision, on every backend and in eager too.
+
+A timestep embedding or a RoPE table computed in bfloat16 (t * freq at t = 999, positions in the thousands)
+returns garbage from any implementation: the 16-bit rounding the policy asks for destroys the value, not the
+backend. The yardstick is the ideal implementation of the policy's dtypes (exact math, each result rounded
+once to its declared dtype: every op within its own bound by construction) against the exact answer of the
+model as declared in float32. Past PRECISION_LOSS (relative RMS error of an output), the policy is a model
+hazard of error class `precision`; the value it names is the one whose 16-bit rounding costs most, found by
+recomputing the ideal with that value and the 16-bit values it is made from in float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fuzzer.dtypes import LOW_PRECISION
+from fuzzer.interpret import evaluate
+from fuzzer.ir import Graph, infer
+
+from .findings import Finding
+
+Values = dict[str, np.ndarray]
+PRECISION_LOSS = 2.0**-4  # an output whose relative RMS error passes this has lost more than 4 of bfloat16's 8 bits
+FIX_GAIN = 2.0  # the named value must at least halve the loss when kept in float32 (else no single value is at fault)
+MAX_CANDIDATES = 48  # values tried, the latest first (the loss is usually made just before the outputs)
+
+
+@dataclass(frozen=True)
+class PrecisionLoss:
+    """What the policy loses, where, and what keeping one value in float32 gives back."""
+
+    loss: float  # worst relative RMS error of an output: the policy's ideal against the float32 model's exact answer
+    output: str
+    culprit: str  # the node or input whose 16-bit rounding costs most
+    culprit_is_input: bool
+    dtype: str  # the culprit's 16-bit dtype
+    with_fix: float  # the loss with the culprit alone kept in float32
+
+
+def relative_rms(value: np.ndarray, exact: np.ndarray) -> float:
+    """sqrt(mean((value - exact)^2)) / sqrt(mean(exact^2)) over the elements where the exact answer is finite."""
+    v = np.asarray(value, dtype=np.float64).ravel()
+    e = np.asarray(exact, dtype=np.float64).ravel()
+    keep = np.isfinite(e)
+    if not keep.any():
+        return 0.0
+    scale = float(np.sqrt(np.mean(e[keep] ** 2)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(v[keep] - e[keep])
+    if not np.all(np.isfinite(err)):
+        return float("inf")
+    rms = float(np.sqrt(np.mean(err**2)))
+    return rms / scale if scale > 0 else (0.0 if rms == 0 else float("inf"))
+
+
+def _loss(ideal: Values, exact: Values, outputs: tuple[str, ...]) -> tuple[float, str]:
+    return max((relative_rms(ideal[o], exact[o]), o) for o in outputs)
+
+
+def _cone(graph: Graph, value: str, low: set[str]) -> set[str]:
+    """`value` and every 16-bit value it is computed from."""
+    producers = {n.id: n for n in graph.nodes}
+    out, todo = set(), [value]
+    while todo:
+        v = todo.pop()
+        if v in out or v not in low:
+            continue
+        out.add(v)
+        if v in producers:
+            todo += [o for o in producers[v].inputs if isinstance(o, str)]
+    return out
+
+
+def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Values) -> PrecisionLoss | None:
+    """The precision the policy graph loses against the float32 model (None: within PRECISION_LOSS, or no value
+    whose float32 computation gives at least half of it back).
+
+    The value named is the first (in graph order) whose computation in float32, with the 16-bit values it is made
+    from, brings the loss under PRECISION_LOSS; where none does, the one giving back most. `policy_inputs` are
+    rounded as the policy declares its inputs, `model_inputs` as the float32 model does; both graphs name their
+    values alike.
+    """
+    typed = infer(policy)
+    with np.errstate(all="ignore"):
+        exact = evaluate(model32, model_inputs, rounded=False)
+        loss, output = _loss(evaluate(policy, policy_inputs, rounded=True), exact, policy.outputs)
+    if not loss > PRECISION_LOSS:
+        return None
+    inputs = {i.name for i in policy.inputs if i.kind == "tensor" and i.dtype in LOW_PRECISION}
+    nodes = [n.id for n in policy.nodes if typed.values[n.id].dtype in LOW_PRECISION and typed.values[n.id].kind != "scalar"]
+    low = inputs | set(nodes)
+    best: tuple[float, str] | None = None
+    for value in ([i.name for i in policy.inputs if i.name in inputs] + nodes)[:MAX_CANDIDATES]:
+        cone = _cone(policy, value, low)
+        fed = {**policy_inputs, **{v: model_inputs[v] for v in cone & inputs}}
+        with np.errstate(all="ignore"):
+            fixed, _ = _loss(evaluate(policy, fed, rounded=True, widen=frozenset(cone - inputs)), exact, policy.outputs)
+        if best is None or fixed < best[0]:
+            best = (fixed, value)
+        if fixed <= PRECISION_LOSS:
+            break
+    if best is None or not best[0] * FIX_GAIN <= loss:
+        return None
+    fixed, culprit = best
+    return PrecisionLoss(loss, output, culprit, culprit in inputs, typed.values[culprit].dtype, fixed)
+
+
+def consumer_op(graph: Graph, value: str) -> str:
+    """The op of the first node reading `value` (an input's first use), else the op making it."""
+    for node in graph.nodes:
+        if node.id == value:
+            return node.op
+        if value in node.inputs:
+            return node.op
+    return "?"
+
+
+def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input_set: int) -> Finding:
+    """The model-hazard finding of a precision loss (error class `precision`)."""
+    op = consumer_op(graph, lost.culprit)
+    what = f"input `{lost.culprit}`" if lost.culprit_is_input else f"`{lost.culprit}` ({op})"
+    fix = (f"pass `{lost.culprit}` as float32" if lost.culprit_is_input
+           else f"compute `{lost.culprit}` ({op}) and the {lost.dtype} values it is made from in float32, and cast to "
+                f"{lost.dtype} after it")
+    message = (f"under {policy}, output {lost.output} loses {lost.loss:.3g} of its value (relative RMS error against the "
+               f"float32 model) with every op within its bound: the {lost.dtype} rounding of {what} costs most "
+               f"({lost.with_fix:.3g} with it in float32); fix: {fix}")
+    return Finding("model-hazard", executor, [op], [lost.dtype], "precision", message, kind="model-hazard",
+                   ratio=lost.loss / PRECISION_LOSS, input_set=input_set, output=lost.output, node=lost.culprit,
+                   details={"policy": policy, "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
+                            "culprit_is_input": lost.culprit_is_input, "fix": fix})
