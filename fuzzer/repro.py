@@ -365,7 +365,7 @@ def _precision_script(case: Case, finding: Finding, ex: Any, title: str, set_ind
     fix = str(finding.details.get("fix", ""))
     lines = (["import numpy as np", "import torch"] + ["import torch.nn.functional as F"] * ("F." in defs)
              + defs.splitlines() + made
-             + [f"dtypes = [{', '.join(dtypes)}]  # as {comment(ex.policy)} declares the inputs",
+             + [f"dtypes = [{', '.join(dtypes)}]  # the inputs' dtypes under the {comment(ex.policy)} policy",
                 "with torch.no_grad():",
                 "    actual = program(*[t.to(d) if torch.is_tensor(t) else t for t, d in zip(inputs, dtypes)])"
                 f"[{k}].double()",
