@@ -26,6 +26,7 @@ from oracles.error_bounds import (
     judge_outputs,
     node_signature,
 )
+from oracles.errors import classify_error, message_key
 from oracles.findings import Finding
 from oracles.precision import device_narrower, narrower_format
 from oracles.subjects import Subject
@@ -413,7 +414,8 @@ class Checker:
         semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
             semantic = [self._localize_dtype(f, subjects, sets) if f.oracle == "dtype-divergence"
-                        else self._localize_downcast(f, subjects, sets) if f.oracle == "silent-downcast" else f
+                        else self._localize_downcast(f, subjects, sets) if f.oracle == "silent-downcast"
+                        else self._localize_status(f, subjects, sets) if f.oracle == "status-divergence" else f
                         for f in semantic]
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
@@ -579,6 +581,35 @@ class Checker:
                    f"{st.ratio:.3g}x the allowed error, {own}")
         return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
                        max_ulp=st.max_ulp, details=details)
+
+    def _localize_status(self, finding: Finding, subjects: list[Subject], sets: list[Values]) -> Finding:
+        """Name the first node whose prefix of the graph raises the same error (bisection over prefixes, each with
+        every tensor node as an output, so a longer prefix keeps whatever a shorter one raised on)."""
+        s = next(x for x in subjects if x.name == finding.executor)
+        typed = infer(s.graph)
+        nodes = list(s.graph.nodes)
+        wanted = (finding.error_class, finding.details.get("error_key"))
+
+        def raises(k: int) -> bool:
+            outs = tuple(n.id for n in nodes[:k + 1] if typed.values[n.id].kind != "scalar")
+            if not outs:
+                return False
+            (o,) = self._oracle_run(s.name, Graph(s.graph.inputs, tuple(nodes[:k + 1]), outs),
+                                    [sets[finding.input_set]], self._options)
+            return o.status in ("error", "unsupported") and (classify_error(o), message_key(o.message)) == wanted
+
+        if not nodes or not raises(len(nodes) - 1):
+            return finding  # the error needs the graph as it is (its outputs, a fusion): the whole graph stays
+        lo, hi = 0, len(nodes) - 1  # hi raises
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if raises(mid) else (mid + 1, hi)
+        node = nodes[hi]
+        return replace(finding, ops=[node.op], node=node.id,
+                       dtypes=sorted({typed.values[o].dtype for o in node.inputs if isinstance(o, str)}
+                                     | {typed.values[node.id].dtype}),
+                       message=f"{node.id} ({node.op}): {finding.message}",
+                       details={**finding.details, "localized": True, "whole_graph": False})
 
     def _localize_downcast(self, finding: Finding, subjects: list[Subject], sets: list[Values]) -> Finding:
         """Name the first mixed-dtype node whose own result is narrower than the promotion (one probe)."""

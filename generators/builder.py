@@ -77,6 +77,7 @@ class GraphBuilder:
         self.nodes: list[Node] = []
         self.values: dict[str, Val] = {}
         self.notes: dict[str, Any] = {}  # what the generators chose, for meta
+        self.infinite_ok: set[str] = set()  # values that may hold -inf by design (attention masks and masked scores)
 
     def fresh(self, stem: str) -> str:
         """An unused value name starting with stem."""
@@ -142,8 +143,13 @@ class GraphBuilder:
         return self.draw.choice([d for d in ("float32", "bfloat16", "float16") if d != activation])
 
     def finite(self) -> bool:
-        """True when every value interval is finite (the fp64 reference cannot overflow or produce nan)."""
-        return all(is_finite(v.interval) for v in self.values.values())
+        """True when every value interval is finite (the fp64 reference cannot overflow or produce nan), masks aside."""
+        return all(is_finite(v.interval) for k, v in self.values.items() if k not in self.infinite_ok)
+
+    def masked(self, val: Val) -> Val:
+        """`val` may hold -inf by design (a mask fill and what adds it): finite() does not hold it against the case."""
+        self.infinite_ok.add(val.name)
+        return val
 
     def case(self, outputs: list[Val], meta: dict[str, Any]) -> Case:
         """The finished case."""

@@ -21,10 +21,11 @@ def _out_features(b: GraphBuilder, x: Val, rhs_batch: int = 1) -> int:
     return dim(b.draw, OUT_FEATURES, cap)
 
 
-def linear_stage(b: GraphBuilder, x: Val, param_dtype: str | None = None, bias: bool | None = None) -> Val:
-    """x @ W.T (+ bias) over x's last dim."""
+def linear_stage(b: GraphBuilder, x: Val, param_dtype: str | None = None, bias: bool | None = None,
+                 out_features: int | None = None) -> Val:
+    """x @ W.T (+ bias) over x's last dim (out_features drawn unless given)."""
     k = x.shape[-1]
-    out = _out_features(b, x)
+    out = out_features or _out_features(b, x)
     dtype = param_dtype or b.param_dtype(x.dtype)
     weight = param_input(b, "w", (out, k), dtype, lambda: dist.weight_spec(b.draw, k))
     use_bias = b.draw.chance(0.6) if bias is None else bias

@@ -47,6 +47,8 @@ def error_family(finding: Finding) -> str:
         return "underflow" if finding.error_class == "underflow" else "accuracy"
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return "precision"
+    if finding.oracle == "status-divergence" and finding.details.get("error_key"):
+        return f"{finding.error_class}:{finding.details['error_key']}"  # one error message class, one cause
     return {"dtype-divergence": "dtype", "silent-downcast": "downcast", "model-hazard": "hazard",
             "coverage": "unsupported"}.get(finding.oracle, finding.error_class)
 
@@ -99,7 +101,7 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.backend
     ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
-    if finding.executor in FRONTENDS and error_family(finding) not in ("accuracy", "underflow"):
+    if finding.executor in FRONTENDS and error_family(finding) == "dtype":
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
     if finding.oracle == "silent-downcast":
         ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers

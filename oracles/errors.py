@@ -28,3 +28,17 @@ def classify_error(outcome: Outcome) -> str:
         if pattern.search(text):
             return cls
     return "compiler-error" if outcome.stage == "compile" else "runtime-error"
+
+
+_VOLATILE = re.compile(r"0x[0-9a-f]+|\d+(\.\d+)?|'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\([^)]*\)|/[\w./-]+")
+_KEY_WORDS = 10
+
+
+def message_key(message: str | None) -> str:
+    """The error message as a class: its first line lower-cased, numbers, quoted names, shapes, argument lists and
+    paths dropped, the first words kept ("unexpected floating scalartype in at::autocast::prioritize")."""
+    lines = [ln for ln in (message or "").strip().splitlines() if ln.strip()]
+    line = (lines[-1] if lines and lines[0].startswith("Traceback") else lines[0]) if lines else ""
+    line = line.rsplit("Check failed:", 1)[-1] if "Check failed:" in line else line
+    words = re.sub(r"[^a-z:_ ]+", " ", _VOLATILE.sub(" ", line.lower())).split()
+    return " ".join(words[:_KEY_WORDS])

@@ -26,7 +26,7 @@ from fuzzer.dtypes import FLOAT_FORMATS, is_float
 from fuzzer.ir import Graph
 from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
 
-from .errors import classify_error
+from .errors import classify_error, message_key
 from .findings import Finding
 from .subjects import Subject
 
@@ -72,7 +72,8 @@ def _status(graph: Graph, s: Subject, k: int, out: Outcome, eager: Outcome) -> F
            f"runs the same program ({s.label}) and returns {', '.join(eager.dtypes or [])}")
     return Finding("status-divergence", s.name, ops, dtypes, cls, msg, against=EAGER, input_set=k,
                    details={"whole_graph": True, "stage": out.stage, "error_type": out.error_type,
-                            "error": first_line(out.message, 400), "eager_dtypes": eager.dtypes})
+                            "error": first_line(out.message, 400), "error_key": message_key(out.message),
+                            "eager_dtypes": eager.dtypes})
 
 
 def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> Finding | None:
@@ -128,7 +129,9 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
             o = x.outcomes[k] if k < len(x.outcomes) else None
             kind = "raised" if o is not None and o.status in FAILED else ("bridged" if x.bridged else "ran")
             reactions.setdefault(kind, []).append(x.name)
-        for node_id, brk in sorted(typed.chain_breaks().items()):
+        breaks = typed.chain_breaks()
+        first = next((n.id for n in s.policy.nodes if n.id in breaks), None)  # eager raises there, never later
+        for node_id, brk in ([(first, breaks[first])] if first is not None else []):
             op = graph.node(node_id).op
             trace = break_trace(graph, typed, node_id)
             culprits = list(trace.culprits) if trace else []
