@@ -431,6 +431,23 @@ def test_regression_a_frontends_wrong_dtypes_are_one_record() -> None:
     keys = {bug_key(Finding("dtype-divergence", "tvm/frontend", [op], ["float16", "float32"], "dtype", "m"), True)
             for op in ("linear", "conv2d", "add")}
     assert keys == {"backend-bug|tvm|*|dtype|float16/bfloat16|frontend"}
-    errors = {bug_key(Finding("status-divergence", "tvm/frontend", ops, ["float16"], "compiler-error", "m"), True)
-              for ops in (["add"], ["conv1d", "tanh"], ["conv3d", "linear", "rms_norm"])}
-    assert errors == {"backend-bug|tvm|*|compiler-error|*|frontend"}  # 'Binary operators must have the same datatype'
+
+
+
+def test_regression_frontend_errors_are_keyed_by_op_at_fault_and_message_class() -> None:
+    """Issue 26: the frontend's compile errors were one catch-all record of 51 signatures holding at least 4
+    different errors. A status divergence is keyed by the op it is pinned on and its normalized message."""
+    from oracles.bugs import bug_key
+    from oracles.errors import message_key
+    from oracles.findings import Finding
+
+    def error(op: str, message: str) -> Finding:
+        return Finding("status-divergence", "tvm/frontend", [op], ["float16"], "compiler-error", message,
+                       details={"error_key": message_key(message)})
+
+    same = {bug_key(error("add", f"Binary operators must have the same datatype, but got float16 and float32 at {k}"),
+                    True) for k in (3, 17)}
+    assert len(same) == 1
+    assert len({bug_key(error("add", "Binary operators must have the same datatype")),
+                bug_key(error("layer_norm", "Binary operators must have the same datatype")),
+                bug_key(error("add", "Cannot find the null pointer in AST traversal"))}) == 3

@@ -273,7 +273,10 @@ def _aten_cat(c: AtenCall) -> str:
     parts = [p for p in c.arg(0, "tensors") if math.prod(c.info(p).shape) != 0]  # empty parts add nothing
     if not 1 <= len(parts) <= CAT_SLOTS:
         raise AtenSkip(f"cat of {len(parts)} tensors (1..{CAT_SLOTS})")
-    return c.emit("cat", parts, {"dim": int(c.arg(1, "dim", 0))}) if len(parts) > 1 else parts[0]
+    out = c.emit("cat", parts, {"dim": int(c.arg(1, "dim", 0))}) if len(parts) > 1 else parts[0]
+    if c.dtype is not None and c.info(out).dtype != c.dtype:  # an empty part still took part in the promotion
+        out = c.emit("astype", [out], {"dtype": c.dtype})
+    return out
 
 
 def _clamp_end(end: Any, size: int) -> int:
