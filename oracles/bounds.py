@@ -39,7 +39,7 @@ def ulp(values, dtype):
     return np.ldexp(1.0, (exp - mantissa).astype(np.int64))
 
 
-def bound_ratio(actual, expected, ideals, dtype, multiplier=3.0, slack_ulps=2.0):
+def bound_ratio(actual, expected, ideals, dtype, multiplier=3.0, slack_ulps=2.0, floor=None):
     """(ratio, max error in ULPs, index of the worst element, non-finite mismatches) of `actual` against the bound.
 
     `ideals` lists the outputs of ideal implementations of the declared dtypes. Elements where the
@@ -58,6 +58,8 @@ def bound_ratio(actual, expected, ideals, dtype, multiplier=3.0, slack_ulps=2.0)
     if not compared.any():
         return (float("inf") if mismatch else 0.0), 0.0, 0, mismatch
     scale = np.maximum(np.abs(e), np.sqrt(np.mean(e[compared] ** 2)))
+    if floor is not None:  # an op's own magnitude scale (a gated activation is judged at its operand's magnitude)
+        scale = np.maximum(scale, np.nan_to_num(np.abs(np.broadcast_to(floor, np.shape(expected)).ravel())))
     unit = ulp(np.where(compared, scale, 1.0), dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.where(compared, np.abs(a - e) / unit, 0.0)
@@ -83,14 +85,15 @@ class ErrorStats:
 
 
 def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray | list[np.ndarray], dtype: str,
-                multiplier: float = MULTIPLIER, slack_ulps: float = SLACK_ULPS) -> ErrorStats:
+                multiplier: float = MULTIPLIER, slack_ulps: float = SLACK_ULPS,
+                floor: np.ndarray | None = None) -> ErrorStats:
     """Compare an executor's output with the reference under the bound; dtype is the declared output dtype.
 
     `ideal`: one ideal implementation's values or a list of several (their worst error sets the scale).
     """
     ideals = list(ideal) if isinstance(ideal, (list, tuple)) else [ideal]
     out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
-    ratio, max_ulp, worst, mismatch = bound_ratio(actual, expected, ideals, out_dtype, multiplier, slack_ulps)
+    ratio, max_ulp, worst, mismatch = bound_ratio(actual, expected, ideals, out_dtype, multiplier, slack_ulps, floor)
     a = np.asarray(actual, dtype=np.float64).ravel()
     e = np.asarray(expected, dtype=np.float64).ravel()
     with np.errstate(invalid="ignore"):

@@ -105,6 +105,8 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
     if finding.oracle == "silent-downcast":
         ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
+    if finding.kind == "unsupported":
+        ops = "*"  # a coverage gap (an op/dtype it cannot lower, flushing subnormals) is one per backend, class, dtype
     return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
                      variant_of(finding, pipeline_specific)])
 
@@ -198,5 +200,14 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 f"returns {got}{where}")
     if finding.oracle == "status-divergence":
         err = finding.details.get("error") or finding.message
-        return f"[{backend}] {dc} {op} raises ({fam}: {err[:80]}) where PyTorch runs it{where}"
-    return f"[{backend}] {op} ({dc}): {finding.message.splitlines()[0][:120]}"
+        low = f"{dc} " if dc in LOW_PRECISION else ""  # a dtype the minimizer could not widen to float32 matters
+        return f"[{backend}] {low}{op} raises ({finding.error_class}: {clip(err, 80)}) where PyTorch runs it{where}"
+    return f"[{backend}] {op} ({dc}): {clip(finding.message.splitlines()[0], 120)}"
+
+
+def clip(text: str, width: int) -> str:
+    """`text` cut at a word boundary within `width` characters, with an ellipsis where it was cut."""
+    if len(text) <= width:
+        return text
+    cut = text[:width - 1].rsplit(" ", 1)[0].rstrip(",;:(")
+    return f"{cut}…"

@@ -451,3 +451,97 @@ def test_regression_frontend_errors_are_keyed_by_op_at_fault_and_message_class()
     assert len({bug_key(error("add", "Binary operators must have the same datatype")),
                 bug_key(error("layer_norm", "Binary operators must have the same datatype")),
                 bug_key(error("add", "Cannot find the null pointer in AST traversal"))}) == 3
+
+
+# ---------------------------------------------------------------- issue 20: oracle residuals
+
+
+def test_regression_gelu_of_large_negative_values_is_judged_at_the_operands_magnitude() -> None:
+    """Triage: ULPs counted on an exactly-zero gelu output reported 1.6e40x where the error was ~1.8e-7 * |x| (the
+    gate's 1 + erf(x) cancelling): gated activations are judged at their operand's magnitude; 1e-3 * |x| still fails."""
+    import numpy as np
+
+    from fuzzer.check import judge_nodes
+    from fuzzer.ir import Graph, Input, Node
+
+    x = -np.linspace(20, 40, 16)
+    g = Graph((Input("x", (16,), "float32"),), (Node("y", "gelu", ("x",), {}),), ("y",))
+    assert judge_nodes(g, {"x": x}, {"y": 1.8e-7 * x})[0].stats.ratio <= 1.0
+    assert judge_nodes(g, {"x": x}, {"y": 1e-3 * x})[0].stats.ratio > 100
+
+
+def test_regression_a_normal_range_error_next_to_flushed_subnormals_is_no_underflow() -> None:
+    """Triage: TVM's float16 tanh(1e-4) = 0 (a normal number) was filed as a subnormal limitation because other
+    elements of the tensor were subnormal. Flushing explains an error only where it touches the element."""
+    import numpy as np
+
+    from fuzzer.check import judge_nodes
+    from fuzzer.dtypes import round_to
+    from fuzzer.ir import Graph, Input, Node
+
+    x = round_to(np.array([1e-6, 2e-6, 3e-7, 1e-4, 1.2e-4, -1.5e-4, 2e-4, 1.1e-4]), "float16")
+    g = Graph((Input("x", (8,), "float16"),), (Node("y", "tanh", ("x",), {}),), ("y",))
+    flushed = np.where(np.abs(x) < 2.0**-14, 0.0, round_to(np.tanh(x), "float16"))
+    only = judge_nodes(g, {"x": x}, {"y": flushed})[0]
+    assert only.stats.ratio > 1 and only.underflow
+    bad = flushed.copy()
+    bad[3] = 0.0
+    both = judge_nodes(g, {"x": x}, {"y": bad})[0]
+    assert both.stats.ratio > 1 and not both.underflow
+
+
+def test_regression_tvm_var_is_tvms_own_variance_not_an_explicit_16_bit_program() -> None:
+    """Triage: a float16 var lowered as mean/subtract/multiply/sum handed TVM an explicit fp16 program whose sum of
+    squares overflows on any executor (PyTorch eager running it too): the lowering uses R.op.variance."""
+    from fuzzer.executors.tvm_render import render_module
+    from fuzzer.ir import Graph, Input, Node
+
+    g = Graph((Input("x", (4, 300), "float16"),), (Node("v", "var", ("x",), {"dims": [-1]}),), ("v",))
+    text = render_module(g)
+    assert "R.op.variance(" in text and "R.op.sum(" not in text
+
+
+def test_regression_a_hazard_names_the_first_node_where_eager_raises(checker: Checker) -> None:
+    """Triage: 3 of 10 model hazards named a later node, where eager already raises at an earlier one; only the
+    first chain break (in graph order, not by name) is a hazard."""
+    from fuzzer.ir import Case, Graph, Input, Node
+
+    inputs = (Input("x", (1, 4, 8), "float32"), Input("w", (4, 4, 1), "bfloat16", "param"),
+              Input("zz", (6, 8), "bfloat16", "param"))
+    nodes = (Node("z_conv", "conv1d", ("x", "w")), Node("a_lin", "linear", ("z_conv", "zz")))
+    case = Case(Graph(inputs, nodes, ("a_lin",)))
+    hazards = [f for f in checker.check(case, ["torch/eager"]).findings
+               if f.kind == "model-hazard" and f.error_class == "raised"]
+    assert [f.node for f in hazards] == ["z_conv"]
+
+
+def test_a_status_divergence_is_pinned_on_the_op_that_raises(checker: Checker) -> None:
+    """Issue 20: a compile error was keyed by the graph's op set (TVM rms_norm over every axis: 4 records). The
+    checker bisects prefixes of the graph to the first node raising the same error and keys the message class."""
+    from oracles.bugs import bug_key
+
+    inputs = (Input("x", (2, 8), "bfloat16"),)
+    nodes = (Node("t", "tanh", ("x",)), Node("p", "pow", ("t", 2.0)), Node("s", "sin", ("p",)))
+    case = Case(Graph(inputs, nodes, ("s",)))
+    (f,) = [f for f in checker.check(case, ["torch/eager", "tvm/default"]).findings if f.executor == "tvm/default"]
+    assert (f.oracle, f.ops, f.node) == ("status-divergence", ["pow"], "p")
+    assert bug_key(f).startswith("backend-bug|tvm|pow|compiler-error:") and "power only applies to float" in bug_key(f)
+
+
+def test_timestep_embedding_in_bfloat16_is_a_precision_hazard_and_clean_in_float32(checker: Checker) -> None:
+    """Issue 23: t * freqs in bfloat16 at t = 999 destroys the sinusoidal embedding on every backend, eager
+    included: a model hazard of class precision naming the multiply; the same block in float32 is clean."""
+    def block(dtype: str) -> Case:
+        t = Input("t", (4,), "int64", init={"values": [999.0, 998.0, 500.0, 1.0]})
+        nodes = (Node("idx", "arange", (), {"start": 0.0, "end": 16.0, "step": 1.0, "dtype": "float32"}),
+                 Node("scaled", "mul", ("idx", -0.5756462732485115)), Node("freqs", "exp", ("scaled",)),
+                 Node("freqs_w", "astype", ("freqs",), {"dtype": dtype}),
+                 Node("t_col", "reshape", ("t",), {"shape": [4, 1]}),
+                 Node("t_w", "astype", ("t_col",), {"dtype": dtype}), Node("args", "mul", ("t_w", "freqs_w")),
+                 Node("s", "sin", ("args",)), Node("c", "cos", ("args",)), Node("emb", "cat", ("s", "c"), {"dim": -1}))
+        return Case(Graph((t,), nodes, ("emb",)))
+
+    found = [f for f in checker.check(block("bfloat16"), ["torch/eager"]).findings if f.error_class == "precision"]
+    assert [(f.kind, f.node, f.ops) for f in found] == [("model-hazard", "args", ["mul"])]
+    assert "float32" in found[0].details["fix"] and found[0].details["loss"] > 0.1
+    assert checker.check(block("float32"), ["torch/eager"]).findings == []

@@ -207,8 +207,10 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #   autocast-fp32-cpu  torch.autocast("cpu") casts its float operands to float32 (the 3-d pools)
 #   amp-always         TVM ToMixedPrecision runs it in float16, accumulating in out_dtype (kAlways)
 #   amp-follow         TVM ToMixedPrecision runs it in float16 when every tensor operand is float16 (kFollow)
+#   gated              its result is its operand times a gate in [0, 1] (gelu, silu, hardswish): judged at the
+#                      operand's magnitude, since any float kernel's gate (1 + erf(x) cancelling) costs eps * |x|
 TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla",
-        "autocast-fp32-cpu", "amp-always", "amp-follow")
+        "autocast-fp32-cpu", "amp-always", "amp-follow", "gated")
 
 
 @dataclass(frozen=True)

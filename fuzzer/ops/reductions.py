@@ -144,22 +144,22 @@ def _relax_reduce(op: str) -> Callable[[RelaxCall], str]:
 
 
 def _relax_var(c: RelaxCall) -> str:
-    """Variance: R.op.variance, or TVM's own variance formula (mean of squared deviations) with n - correction."""
-    axis, keep, corr = _dims_src(c.attrs["dims"]), bool(c.attrs["keepdim"]), c.attrs["correction"]
-    x = c.arg(0)
+    """TVM's own R.op.variance (biased), times n / (n - correction) for Bessel's correction.
+
+    Writing the variance out as mean/subtract/multiply/sum ops (as an earlier lowering did) hands TVM an explicit
+    16-bit program whose sum of squares overflows on any executor, PyTorch eager running it included: a false
+    alarm of precfuzz's own making (issue 20)."""
+    axis, keep, corr = _dims_src(c.attrs["dims"]), bool(c.attrs["keepdim"]), int(c.attrs["correction"])
+    variance = f"R.op.variance({c.arg(0)}, axis={axis}, keepdims={keep})"
     if not corr:
-        return f"R.op.variance({x}, axis={axis}, keepdims={keep})"
+        return variance
     shape = c.x_shape
     dims = set(range(len(shape)) if c.attrs["dims"] is None else (int(d) % len(shape) for d in c.attrs["dims"]))
     count = 1
     for d in dims:
         count *= shape[d]
-    hint = c.low.name_of(c.node.id)
-    mean = c.low.emit(f"R.op.mean({x}, axis={axis}, keepdims=True)", f"{hint}_mean")
-    dev = c.low.emit(f"R.op.subtract({x}, {mean})", f"{hint}_dev")
-    sq = c.low.emit(f"R.op.multiply({dev}, {dev})", f"{hint}_sq")
-    total = c.low.emit(f"R.op.sum({sq}, axis={axis}, keepdims={keep})", f"{hint}_sum")
-    return f"R.op.divide({total}, R.const({float(count - corr)!r}, {c.low.dt(c.dtype)}))"
+    biased = c.low.emit(variance, f"{c.low.name_of(c.node.id)}_biased")
+    return f"R.op.multiply({biased}, R.const({count / (count - corr)!r}, {c.low.dt(c.dtype)}))"
 
 
 def _torch_softmax(op: str) -> Callable[[TorchCall], str]:
