@@ -169,8 +169,8 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
            ev: Evidence | None = None) -> str:
     """The short script for a finding on its (minimized) case."""
     if executor.name == "tvm/frontend":
-        raise NotImplementedError("tvm/frontend has no short script yet (its repro_full.py runs the export path)")
-    if not isinstance(executor, TVMExecutor) and not hasattr(executor, "repro_env"):  # debug/faults: full only
+        executor = FrontendScript(executor)
+    elif not isinstance(executor, TVMExecutor) and not hasattr(executor, "repro_env"):  # debug/faults: full only
         raise NotImplementedError(f"{executor.name} has no short script")
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return _precision_script(case, finding, executor, title, set_index)
@@ -178,6 +178,57 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
     if isinstance(executor, TVMExecutor):
         return _tvm_script(case, finding, executor, title, set_index, ev)
     return _torch_script(case, finding, executor, title, set_index, ev)
+
+
+class FrontendScript:
+    """tvm/frontend as the torch script writer sees it: the graph as an nn.Module, torch.export, from_exported_program,
+    tvm.compile, run; eager on the CPU is the control (the short repro of issue 26)."""
+
+    group, policy = "tvm", "declared"
+
+    def __init__(self, executor: Any) -> None:
+        self.executor = executor
+        self.name = executor.name
+
+    def __getattr__(self, name: str) -> Any:  # the rest is the executor's own (describe, reported_dtypes, ...)
+        return getattr(self.executor, name)
+
+    def policy_graph(self, graph: Graph) -> Graph:
+        return graph
+
+    numeric_graph = policy_graph
+
+    def input_dtype(self, inp: Any) -> str:
+        return inp.dtype
+
+    def repro_env(self) -> dict[str, str]:
+        return {}
+
+    def repro_context(self) -> str:
+        return ""
+
+    def repro_sync(self) -> str:
+        return ""
+
+    def repro_setup(self) -> str:
+        return ""
+
+    def repro_extra(self) -> tuple[list[str], list[str]]:
+        """(import lines, the module class) the script adds."""
+        return (["import ml_dtypes", "import tvm", "from tvm import relax as R",
+                 "from tvm.relax.frontend.torch import from_exported_program"],
+                ["class Program(torch.nn.Module):", "    def forward(self, *args):", "        return graph(*args)"])
+
+    def repro_run(self) -> list[str]:
+        """torch.export, from_exported_program, tvm.compile and the run: `actual` as torch tensors."""
+        return ["exported = torch.export.export(Program(), tuple(inputs))",
+                "with tvm.transform.PassContext(opt_level=3):",
+                "    vm = R.VirtualMachine(tvm.compile(from_exported_program(exported), target='llvm'), tvm.cpu())",
+                "host = [t.float().numpy().astype(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 else t.numpy() "
+                "for t in inputs]",
+                "outs = vm['main'](*[tvm.runtime.tensor(np.array(h, order='C')) for h in host])",
+                "outs = [outs] if hasattr(outs, 'numpy') else list(outs)",
+                "actual = [torch.from_numpy(o.numpy().astype(np.float64)).to(getattr(torch, str(o.dtype))) for o in outs]"]
 
 
 def _allowed(ev: Evidence) -> str:
@@ -277,10 +328,12 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     if "device=device" in code and "    device = " not in code:  # constants alone: made on the CPU (or the device)
         made = ['device = "cpu"'] + made
     env = ex.repro_env() if not hazard else {}
+    extra = getattr(ex, "repro_extra", None)  # tvm/frontend: its imports, and the module it exports
     lines = (([f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]) + ["import numpy as np", "import torch"]
              + ["import torch.nn.functional as F"] * ("F." in code) + ["import torch_xla"] * on_device
+             + (extra()[0] if extra else [])
              + ([_allowed(ev)] if oracle in ACCURACY else [])
-             + code.splitlines() + made)
+             + code.splitlines() + (extra()[1] if extra else []) + made)
     if hazard:
         lines += _hazard_tail(finding, prog)
     else:
@@ -295,6 +348,8 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
     run = [f"with {ctx}:",
            "    actual = graph(*[t.to(device) if torch.is_tensor(t) else t for t in inputs])" if on_device else
            "    actual = graph(*inputs)"] + ([f"    {ex.repro_sync()}"] if ex.repro_sync() else [])
+    if hasattr(ex, "repro_run"):  # tvm/frontend: export, import, build and run in TVM
+        run = ex.repro_run()
     device = [ex.repro_setup().strip()] if on_device else []
     name = ex.name
     oracle = finding.oracle
@@ -302,7 +357,10 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
         cpu = ex.group != "torch" and not eager_raises  # else the CPU is what is judged, or it refuses the program
         control = "PyTorch eager on the CPU" if cpu else "float32 on the CPU"
         one = "[0]" if single else ""
-        run[1] = run[1] + one
+        if hasattr(ex, "repro_run"):
+            run = run + ([f"actual = actual{one}"] if one else [])
+        else:
+            run[1] = run[1] + one
         doubles = "[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in inputs]"
         return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else

@@ -264,3 +264,27 @@ def test_regression_a_graph_the_frontend_path_cannot_express_is_no_tvm_coverage_
     (out,) = result.outcomes["tvm/frontend"]
     assert out.status == "unsupported" and out.message.startswith("precfuzz cannot express")
     assert [f for f in result.findings if f.executor == "tvm/frontend"] == []
+
+
+def test_frontend_finding_has_a_short_repro_that_exits_1_alone(tmp_path: Path) -> None:
+    """Issue 26: the frontend's records had only the 262-366 line full-oracle script. The short one exports the
+    graph as a torch module, imports it with from_exported_program, builds and runs it next to eager (<= 60 lines)."""
+    import subprocess
+    import sys
+
+    from fuzzer.ir import Case, Graph, Input, Node
+    from fuzzer.repro import render
+
+    inputs = (Input("x", (2, 8), "float16", init={"dist": "normal", "seed": 1}),
+              Input("w", (4, 8), "float16", "param", init={"dist": "normal", "seed": 2}))
+    case = Case(Graph(inputs, (Node("y", "linear", ("x", "w")), Node("z", "tanh", ("y",))), ("z",)))
+    with ExecutorPool(["torch/eager", "tvm/frontend"]) as pool:
+        result = Checker(pool).check(case)
+    (finding,) = [f for f in result.findings if f.executor == "tvm/frontend"]
+    script = render(result.case, finding, create("tvm/frontend"), title(finding))
+    assert len(script.splitlines()) <= 60 and "from_exported_program" in script
+    path = tmp_path / "repro.py"
+    path.write_text(script)
+    done = subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "tvm/frontend returns ['float32'] expected ['float16']" in done.stdout

@@ -33,6 +33,7 @@ def import_module():
     """torch.export the module on zero example inputs and import it with from_exported_program."""
     example = tuple(torch.zeros(shape, dtype=getattr(torch, dtype)) for shape, dtype in PARAMS.values())
     exported = torch.export.export(Program(), example)
+    exported.module()(*example)  # eager on the module as exported: a program PyTorch rejects is no frontend input
     return from_exported_program(exported)
 
 
