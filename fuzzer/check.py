@@ -27,6 +27,7 @@ from oracles.error_bounds import (
     node_signature,
 )
 from oracles.errors import classify_error, message_key
+from oracles.bugs import same_cause
 from oracles.findings import Finding
 from oracles.precision import device_narrower, narrower_format
 from oracles.subjects import Subject
@@ -54,6 +55,9 @@ from .outcome import Outcome, compile_seconds, compiles
 from .tvm_passes import PassSequenceError, check_sequence, derive_sequence
 
 SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right
+# pipeline variants and the base each finding of theirs is checked against (Checker._ablate)
+ABLATED = {"tvm/mixed-precision": "tvm/default", "tvm/frontend": "tvm/default", "tvm/decompose": "tvm/default",
+           "tvm/decompose-inference": "tvm/default"}
 GATED = tagged(OPS, "gated")  # judged at their operand's magnitude (see fuzzer.ops.base TAGS)
 GATE_ULPS = 2.0  # what a float kernel's gate may add, in ULPs at the operand's magnitude (its own rounding, the product)
 Values = dict[str, np.ndarray]
@@ -445,6 +449,9 @@ class Checker:
         if culprits and case.tvm_passes:
             findings = [self._culprit(f, case) if "tvm_passes" in self.pool.executors[f.executor].case_options
                         and f.kind == "backend-bug" else f for f in findings]
+        if culprits:
+            findings = [self._ablate(f, case) if f.executor in ABLATED and f.kind == "backend-bug" else f
+                        for f in findings]
         oracle_s = time.perf_counter() - t2
         spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in self._spent.items()} if culprits else {}
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, spent)
@@ -515,6 +522,27 @@ class Checker:
                                details={**finding.details, "culprit_pass": name, "passes": list(passes)})
         return replace(finding, details={**finding.details, "culprit_pass": None, "passes": list(passes),
                                          "culprits_tried": tried})
+
+    def _ablate(self, finding: Finding, case: Case) -> Finding:
+        """A pipeline variant's finding, checked against the variant's base on the same program (issue 26).
+
+        The base (tvm/default, the hand lowering through TVM's default pipeline) runs the variant's own policy
+        graph: the float16 program ToMixedPrecision was handed, the graph the frontend imported, the batch_norm
+        mode a decomposition promises. Where it shows the same cause, the bug is the base's (variant_specific
+        False, keyed and titled without the variant); where it runs clean, the variant's passes or importer are.
+        """
+        base = ABLATED[finding.executor]
+        policy = self.pool.executors[finding.executor].bind(self._options).policy_graph(case.graph)
+        self.pool.ensure(base)
+        rechecked = self.check(replace(case, graph=policy, tvm_passes=None), [base], culprits=False)
+        for executor, outs in rechecked.outcomes.items():  # ablation runs are oracle work
+            self._tally(executor, outs)
+        self._options = case_options(case)
+        again = [f for f in rechecked.findings if f.executor == base and f.kind == "backend-bug"]
+        shown = any(same_cause(finding, f) for f in again)
+        note = (f"{base} shows it too on the same program: a bug of the {base} lowering" if shown else
+                f"{base} runs the same program clean: the {finding.variant} step is at fault")
+        return replace(finding, details={**finding.details, "variant_specific": not shown, "ablation": note})
 
     # ------------------------------------------------------------ semantic oracle runs
 

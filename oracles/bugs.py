@@ -129,8 +129,8 @@ def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, s
     for f in found:
         head = f.executor.split("/", 1)[0]
         base = f"{head}/{BASE_VARIANT[head]}" if head in BASE_VARIANT else None
-        specific = None
-        if base is not None and f.executor != base and base in ran:
+        specific = f.details.get("variant_specific")  # the checker's ablation (the base run on the variant's program)
+        if specific is None and base is not None and f.executor != base and base in ran:
             specific = not any(g.executor == base and same_cause(f, g) for g in found)
         out[f.signature] = bug_key(f, specific)
     return out

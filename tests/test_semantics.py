@@ -545,3 +545,20 @@ def test_timestep_embedding_in_bfloat16_is_a_precision_hazard_and_clean_in_float
     assert [(f.kind, f.node, f.ops) for f in found] == [("model-hazard", "args", ["mul"])]
     assert "float32" in found[0].details["fix"] and found[0].details["loss"] > 0.1
     assert checker.check(block("float32"), ["torch/eager"]).findings == []
+
+
+def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
+    """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
+    variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
+    from oracles.bugs import case_keys
+    from oracles.findings import Finding
+
+    def found(specific: bool) -> Finding:
+        return Finding("error-bound", "tvm/mixed-precision", ["mean"], ["float16->float16"], "bound", "m",
+                       details={"variant_specific": specific})
+
+    base = Finding("error-bound", "tvm/default", ["mean"], ["float16->float16"], "bound", "m")
+    shared = case_keys([found(False)], ["tvm/mixed-precision"])
+    assert set(shared.values()) == set(case_keys([base], ["tvm/default"]).values())
+    own = case_keys([found(True)], ["tvm/mixed-precision"])
+    assert list(own.values())[0].endswith("|mixed-precision")
