@@ -153,7 +153,7 @@ def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24):
 
     def rnd(values, dtype):
         out = round_to(values, dtype)
-        if dtype in ("int32", "int64", "bool"):  # pasted into repro scripts: no helper of precfuzz's here
+        if dtype in ("int32", "int64", "bool"):  # pasted into repro scripts: no helper imported here
             return out
         return out * (1.0 + relative * rng.uniform(-1.0, 1.0, size=np.shape(out)))
 
