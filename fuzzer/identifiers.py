@@ -38,7 +38,7 @@ _NOT_WORD = re.compile(r"[^A-Za-z0-9_]")
 @lru_cache(maxsize=1)
 def reserved_names() -> frozenset[str]:
     """Keywords, builtins, module aliases and every function a rendered graph or repro script defines or calls."""
-    from .interpret import reference_helper_names
+    from .ops.sources import reference_helper_names
 
     return frozenset(FIXED | set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
                      | reference_helper_names())

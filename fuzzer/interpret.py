@@ -6,7 +6,6 @@ is byte for byte the one precfuzz judged with.
 
 from __future__ import annotations
 
-import inspect
 import math
 from functools import lru_cache
 from types import FunctionType
@@ -20,6 +19,7 @@ from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
 from .ops import OPS, is_cast
 from .ops.base import VARIANCE_FORM
+from .ops.sources import helpers, source
 
 Values = dict[str, np.ndarray]
 PRELUDE = ("import math\nfrom contextvars import ContextVar\nfrom typing import Any\n\nimport numpy as np\n"
@@ -27,51 +27,13 @@ PRELUDE = ("import math\nfrom contextvars import ContextVar\nfrom typing import 
            "VARIANCE_FORM = ContextVar('variance_form', default='two-pass')  # see acc_moments\n")
 
 
-CONSTANT_TYPES = (int, float, str, tuple, frozenset)
-
-
-def _names(code: Any) -> list[str]:
-    """Global names a code object reads, those of its comprehensions and nested functions included."""
-    out = list(code.co_names)
-    for const in code.co_consts:
-        if hasattr(const, "co_names"):
-            out += _names(const)
-    return out
-
-
-def _helpers(fn: FunctionType, seen: dict[str, Any]) -> None:
-    """Collect fn, the module-level functions it calls and the plain constants it reads, transitively."""
-    if fn.__name__ in seen:
-        return
-    seen[fn.__name__] = fn
-    for name in _names(fn.__code__):
-        obj = fn.__globals__.get(name)
-        if isinstance(obj, FunctionType) and obj.__module__.startswith("fuzzer.ops"):
-            _helpers(obj, seen)
-        elif isinstance(obj, CONSTANT_TYPES) and not isinstance(obj, bool) and name.isupper() and name not in seen:
-            seen[name] = obj
-
-
-def _source(name: str, obj: Any) -> str:
-    """A helper's source, or a constant's assignment."""
-    return inspect.getsource(obj).rstrip() if isinstance(obj, FunctionType) else f"{name} = {obj!r}"
-
-
-def reference_helper_names() -> set[str]:
-    """Names of every reference function and helper a repro script may define."""
-    seen: dict[str, Any] = {}
-    for spec in OPS.values():
-        _helpers(spec.reference, seen)  # type: ignore[arg-type]
-    return set(seen)
-
-
 def reference_functions(graph: Graph) -> str:
     """Source of the numpy reference functions the graph's ops need (pasted into repro scripts)."""
     seen: dict[str, Any] = {}
     for node in graph.nodes:
-        _helpers(OPS[node.op].reference, seen)  # type: ignore[arg-type]
-    constants = [_source(k, v) for k, v in seen.items() if not isinstance(v, FunctionType)]
-    functions = [_source(k, v) for k, v in seen.items() if isinstance(v, FunctionType)]
+        helpers(OPS[node.op].reference, seen)  # type: ignore[arg-type]
+    constants = [source(k, v) for k, v in seen.items() if not isinstance(v, FunctionType)]
+    functions = [source(k, v) for k, v in seen.items() if isinstance(v, FunctionType)]
     return "\n".join(constants) + ("\n\n" if constants else "") + "\n\n".join(functions) + "\n"
 
 
@@ -130,7 +92,7 @@ def _compiled(key: str, widen: frozenset[str] = frozenset()) -> Callable[..., Va
     for node in graph.nodes:
         fn = OPS[node.op].reference
         seen: dict[str, FunctionType] = {}
-        _helpers(fn, seen)  # type: ignore[arg-type]
+        helpers(fn, seen)  # type: ignore[arg-type]
         namespace.update(seen)
     exec(compile(render_reference(graph, widen=widen), "<precfuzz reference>", "exec"), namespace)  # noqa: S102 - our own render
     return namespace["reference"]

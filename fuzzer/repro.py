@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from oracles.bounds import SLACK_ULPS, allowed_ulps
+from oracles.bounds import allowed_ulps, slack_ulps
 from oracles.error_bounds import MARGIN
 from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
@@ -59,7 +59,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
     if finding.oracle in ACCURACY:
         numeric = executor.numeric_graph(graph)
         values = input_values(case, set_index)
-        from .check import rounded_inputs
+        from oracles.nodes import rounded_inputs
 
         inputs = rounded_inputs(numeric, values)
         exact, ideal = evaluate(numeric, inputs, rounded=False), ideal_values(numeric, inputs)
@@ -69,8 +69,8 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         for o in graph.outputs:
             dtype = typed.values[o].dtype
             fmt = FLOAT_FORMATS[dtype if dtype in ("float16", "bfloat16", "float32", "float64") else "float32"]
-            slack = SLACK_ULPS + (budget * 2.0 ** (fmt.mantissa_bits + 1) if budget and dtype in FLOAT_FORMATS else 0.0)
-            allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack), fmt.mantissa_bits, fmt.min_exponent)
+            allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
+                          fmt.mantissa_bits, fmt.min_exponent)
         return Evidence(allowed)
     if finding.oracle == "dtype-divergence":
         want = finding.details.get("mismatches")

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from fuzzer.ir import Case, Graph, Input, Node
+from fuzzer.ir import Case, Graph, Input, Node, canonical
 from fuzzer.ops import OPS, ValueInfo, elementwise, linalg, norms, reductions
 
 from .distributions import Spec, specs_interval
@@ -158,4 +158,7 @@ class GraphBuilder:
             if out.name not in names and not out.info.is_scalar:
                 names.append(out.name)
         graph = Graph(tuple(self.inputs), tuple(self.nodes), tuple(names))
-        return Case(graph, tuple(dict(o) for o in self.overrides), dict(meta))
+        sets: dict[str, dict[str, Spec]] = {}
+        for o in self.overrides:  # an input set that repeats another's values is no test of its own
+            sets.setdefault(canonical(o), dict(o))
+        return Case(graph, tuple(sets.values()), dict(meta))

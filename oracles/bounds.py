@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fuzzer.dtypes import FLOAT_FORMATS
+
 MULTIPLIER = 3.0
 SLACK_ULPS = 2.0
 FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
@@ -71,6 +73,16 @@ def bound_ratio(actual, expected, ideals, dtype, multiplier=3.0, slack_ulps=2.0,
     ratio = max(float(err[worst]) / (multiplier * float(ideal_err.max()) + slack_ulps),
                 rms(err) / (multiplier * rms(ideal_err) + slack_ulps))
     return (float("inf") if mismatch else ratio), float(err[worst]), worst, mismatch
+
+
+def slack_ulps(dtype: str, budget: float = 0.0) -> float:
+    """The bound's slack in ULPs of `dtype`, plus a relative error budget (documented approximate math) in those ULPs.
+
+    The one place the slack is formed: the checker's per-node judging, the output judging and the repro scripts'
+    restated bound all call it."""
+    if not budget or dtype not in FLOAT_FORMATS:
+        return SLACK_ULPS
+    return SLACK_ULPS + budget * 2.0 ** (FLOAT_FORMATS[dtype].mantissa_bits + 1)
 
 
 @dataclass(frozen=True)

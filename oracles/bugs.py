@@ -34,11 +34,11 @@ from fuzzer.dtypes import FLOAT_FORMATS, LOW_PRECISION
 from fuzzer.ops import OPS
 
 from .findings import Finding
+from .vocabulary import BASE_VARIANT, ExecutorName
 
 DTYPE = re.compile(r"bfloat16|float16|float32|float64")
 ONE_PRIMITIVE = ("conv", "matmul")
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
-BASE_VARIANT = {"tvm": "default"}  # the executor variant whose verdict tells a pass's bug from the op's own
 
 
 def error_family(finding: Finding) -> str:
@@ -78,7 +78,7 @@ def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
     A finding of a pass sequence (tvm/passes) that names its culprit pass (the one whose removal makes it
     disappear) has that pass as its variant, unless the default pipeline shows the same cause.
     """
-    head = finding.executor.split("/", 1)[0]
+    head = ExecutorName.parse(finding.executor).family
     if finding.kind == "model-hazard":
         return "*"
     culprit = finding.details.get("culprit_pass")
@@ -127,8 +127,7 @@ def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, s
     ran = set(tested)
     out = {}
     for f in found:
-        head = f.executor.split("/", 1)[0]
-        base = f"{head}/{BASE_VARIANT[head]}" if head in BASE_VARIANT else None
+        base = ExecutorName.parse(f.executor).base
         specific = f.details.get("variant_specific")  # the checker's ablation (the base run on the variant's program)
         if specific is None and base is not None and f.executor != base and base in ran:
             specific = not any(g.executor == base and same_cause(f, g) for g in found)

@@ -16,9 +16,7 @@ import numpy as np
 from fuzzer.ir import Graph, TypedGraph
 from fuzzer.outcome import Outcome
 
-from .bounds import SLACK_ULPS, ErrorStats, error_stats
-
-MANTISSA = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}  # explicit fraction bits
+from .bounds import ErrorStats, error_stats, slack_ulps
 from .findings import Finding
 
 MARGIN = 2.0  # a bound finding needs ratio >= MARGIN (or non-finite values, or a second violating input set)
@@ -48,9 +46,8 @@ def judge_outputs(graph: Graph, numeric: TypedGraph, outcomes: list[Outcome],
             continue
         for name, actual in zip(graph.outputs, oc.outputs):
             dtype = numeric.values[name].dtype
-            slack = SLACK_ULPS + (budget * 2.0 ** (MANTISSA[dtype] + 1) if budget and dtype in MANTISSA else 0.0)
             out.append(OutputJudgement(k, name, dtype, error_stats(actual, expected[k][name], ideal[k][name], dtype,
-                                                                   slack_ulps=slack)))
+                                                                   slack_ulps=slack_ulps(dtype, budget))))
     return out
 
 

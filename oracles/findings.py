@@ -6,8 +6,10 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .vocabulary import ExecutorName, Kind
+
 # What a person does with a finding: report it upstream, fix the model, or note a coverage gap.
-KINDS = ("backend-bug", "model-hazard", "unsupported")
+KINDS = tuple(k.value for k in Kind)
 
 
 @dataclass
@@ -32,7 +34,7 @@ class Finding:
     @property
     def variant(self) -> str:
         """The configuration part of the executor name (after 'backend/')."""
-        return self.executor.split("/", 1)[1] if "/" in self.executor else ""
+        return ExecutorName.parse(self.executor).variant
 
     @property
     def backend(self) -> str:
@@ -56,10 +58,6 @@ class Finding:
         return out
 
 
-BACKENDS = {"xla": "torch_xla", "tvm": "tvm", "torch": "torch", "neuron": "neuron", "debug": "debug"}
-
-
 def backend_of(executor: str) -> str:
     """The backend family of an executor name (its part before '/')."""
-    head = executor.split("/", 1)[0]
-    return BACKENDS.get(head, head)
+    return ExecutorName.parse(executor).backend

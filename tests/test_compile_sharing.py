@@ -29,7 +29,9 @@ def small_case():
     for index in range(40):
         case = generate_case(1, index)
         if len(case.input_sets) >= 3 and all(i.kind == "tensor" and i.shape for i in case.graph.inputs):
-            return case
+            sets = [input_values(case, k) for k in range(len(case.input_sets))]
+            if len({tuple(np.asarray(s[i.name]).tobytes() for i in case.graph.inputs) for s in sets}) == len(sets):
+                return case  # (bfloat16 offset values of two seeds can round to the same tensor)
     pytest.skip("no small all-tensor case in the first 40")
 
 

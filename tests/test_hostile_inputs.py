@@ -601,10 +601,10 @@ def test_adversarial3_float_to_int_cast_out_of_range_or_nan_is_not_judged() -> N
     backend returns there (eager's INT_MIN included) was reported as an error-bound backend bug."""
     import numpy as np
 
-    from fuzzer.check import judge_nodes, undefined_casts
     from fuzzer.dtypes import cast_undefined
     from fuzzer.interpret import evaluate, ideal_values
     from fuzzer.ir import case_from_json, infer
+    from oracles.nodes import judge_nodes, undefined_casts
 
     assert cast_undefined([1.5, np.nan, np.inf, -1e10, 2.0**31, -2.0**31, 2.12e9, 1e6], "int32").tolist() == \
         [False, True, True, True, True, True, True, False]

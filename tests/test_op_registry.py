@@ -164,3 +164,43 @@ def test_an_overload_becomes_one_op_only() -> None:
         for name in spec.aten:
             owners.setdefault(name, []).append(op)
     assert {k: v for k, v in owners.items() if len(v) > 1} == {}
+
+
+def test_no_import_cycle_among_precfuzz_modules() -> None:
+    """Issue 21: fuzzer.identifiers and fuzzer.interpret imported each other. Module-level imports of fuzzer,
+    oracles and generators form no cycle (a package importing its own submodules is no cycle)."""
+    import ast
+
+    mods: dict[str, Path] = {}
+    for pkg in ("fuzzer", "oracles", "generators"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            mods[name.removesuffix(".__init__")] = path
+    edges: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                source = ".".join(base + ([node.module] if node.module else []))
+                subs = [f"{source}.{a.name}" for a in node.names if f"{source}.{a.name}" in mods]
+                targets = subs if subs and len(subs) == len(node.names) else [source, *subs]
+            else:
+                continue
+            edges[mod] |= {t for t in targets if t in mods and t != mod}
+    seen: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def cycle_from(mod: str, path: list[str]) -> list[str] | None:
+        seen[mod] = 1
+        for nxt in sorted(edges[mod]):
+            if seen.get(nxt) == 1:
+                return path + [mod, nxt]
+            if nxt not in seen and (found := cycle_from(nxt, path + [mod])):
+                return found
+        seen[mod] = 2
+        return None
+
+    cycles = [c for m in sorted(mods) if m not in seen and (c := cycle_from(m, []))]
+    assert cycles == []

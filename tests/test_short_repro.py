@@ -187,11 +187,11 @@ def test_script_verdict_is_the_oracles_on_error_bound_cases(tmp_path: Path, monk
     import numpy as np
     import torch
 
-    from fuzzer.check import rounded_inputs
     from fuzzer.interpret import evaluate, ideal_values
     from fuzzer.ir import input_values
     from oracles.bounds import error_stats
     from oracles.error_bounds import MARGIN
+    from oracles.nodes import rounded_inputs
 
     monkeypatch.setattr(_sys, "excepthook", _sys.excepthook)  # the script sets its own
     ex = create("torch/eager").bind({})

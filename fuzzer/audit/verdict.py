@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from oracles.findings import Finding
+from oracles.vocabulary import ExecutorName
 
 from ..analysis import break_trace
 from ..check import CheckResult
@@ -124,8 +125,7 @@ def _clean(d: dict[str, Any]) -> dict[str, Any]:
 
 def backend_column(executor: str) -> str:
     """The table column of an executor: torch (cpu), torch_xla, or tvm/<pipeline>."""
-    head = executor.split("/", 1)[0]
-    return {"torch": "torch (cpu)", "xla": "torch_xla"}.get(head, executor)
+    return {"torch": "torch (cpu)", "xla": "torch_xla"}.get(ExecutorName.parse(executor).family, executor)
 
 
 def row_label(policy: str, scenario: str, bf16_module: bool) -> str:

@@ -26,6 +26,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from oracles.vocabulary import ExecutorName
+
 from ..check import Checker, CheckResult
 from ..executors import create
 from ..ir import Case
@@ -52,7 +54,7 @@ def ray_missing() -> str | None:
 
 def uses_neuron(executors: list[str]) -> bool:
     """True when an executor runs on NeuronCores."""
-    return any(n.split("/", 1)[0] == "neuron" for n in executors)
+    return any(ExecutorName.parse(n).family == "neuron" for n in executors)
 
 
 def lane_resources(executors: list[str], neuron_cores: float = 1.0) -> dict[str, Any]:

@@ -144,7 +144,6 @@ class Predicate:
         if not target.needs_eager and self.full_checker.semantic is not None:
             self.checker = copy.copy(self.full_checker)
             self.checker.semantic = None
-            self.checker._spent = {}  # its own tally, not the full checker's
 
     def admits(self, case: Case) -> bool:
         """The static part of the match (Target.admits, and the node the finding must name)."""

@@ -1,0 +1,50 @@
+"""The source of the op records' reference functions: what a repro script pastes, and the names it defines.
+
+The exact reference a script runs is byte for byte the one precfuzz judged with: the reference function of
+each op, the module-level helpers it calls and the plain constants it reads, collected transitively.
+"""
+
+from __future__ import annotations
+
+import inspect
+from types import FunctionType
+from typing import Any
+
+CONSTANT_TYPES = (int, float, str, tuple, frozenset)
+
+
+def _names(code: Any) -> list[str]:
+    """Global names a code object reads, those of its comprehensions and nested functions included."""
+    out = list(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            out += _names(const)
+    return out
+
+
+def helpers(fn: FunctionType, seen: dict[str, Any]) -> None:
+    """Collect fn, the module-level functions it calls and the plain constants it reads, transitively."""
+    if fn.__name__ in seen:
+        return
+    seen[fn.__name__] = fn
+    for name in _names(fn.__code__):
+        obj = fn.__globals__.get(name)
+        if isinstance(obj, FunctionType) and obj.__module__.startswith("fuzzer.ops"):
+            helpers(obj, seen)
+        elif isinstance(obj, CONSTANT_TYPES) and not isinstance(obj, bool) and name.isupper() and name not in seen:
+            seen[name] = obj
+
+
+def source(name: str, obj: Any) -> str:
+    """A helper's source, or a constant's assignment."""
+    return inspect.getsource(obj).rstrip() if isinstance(obj, FunctionType) else f"{name} = {obj!r}"
+
+
+def reference_helper_names() -> set[str]:
+    """Names of every reference function and helper a repro script may define."""
+    seen: dict[str, Any] = {}
+    from . import OPS  # the registry imports this module's siblings, not this module
+
+    for spec in OPS.values():
+        helpers(spec.reference, seen)  # type: ignore[arg-type]
+    return set(seen)

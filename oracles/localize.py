@@ -1,0 +1,161 @@
+"""Pinning a finding on the node at fault, given a way to run the backend (pure judging; the checker runs).
+
+Each function takes `run(graph, inputs) -> Outcome`: the finding's executor on one graph and one input set
+(the checker counts that work as the oracles'). A probe is the graph with every tensor node as an output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from fuzzer.ir import Graph, infer
+from fuzzer.outcome import Outcome
+
+from . import semantics
+from .error_bounds import at_fault, node_signature
+from .errors import classify_error, message_key
+from .findings import Finding
+from .nodes import judge_nodes, rounded_inputs
+from .precision import device_narrower
+from .subjects import Subject
+
+Values = dict[str, np.ndarray]
+Run = Callable[[Graph, Values], Outcome]  # the executor at fault on one graph and one input set
+Probe = tuple[dict[str, np.ndarray], dict[str, "str | None"], dict[str, str]]
+
+
+def probe(s: Subject, inputs: Values, run: Run, k: int = -1) -> Probe | None:
+    """The executor's values, device dtypes and reported dtypes of every tensor node of the case graph.
+
+    Where the graph already outputs every tensor node, the outcome of input set `k` is the probe.
+    """
+    typed = infer(s.graph)
+    names = [n.id for n in s.graph.nodes if typed.values[n.id].kind != "scalar"]
+    if not names:
+        return None
+    if 0 <= k < len(s.outcomes) and list(s.graph.outputs) == names:
+        outcome = s.outcomes[k]
+    else:
+        outcome = run(Graph(s.graph.inputs, s.graph.nodes, tuple(names)), inputs)
+    if not outcome.ok or outcome.outputs is None:
+        return None
+    device = dict(zip(names, outcome.info.get("device_dtypes") or [None] * len(names)))
+    return dict(zip(names, outcome.outputs)), device, dict(zip(names, outcome.dtypes or []))
+
+def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[str]) -> Finding | None:
+    """Pin a numeric finding on the first node that is out of bound on its own operands (None: no node is).
+
+    A violation of the whole graph that no node explains on its own (each op within its bound on the
+    backend's own operands) is not something a maintainer can act on: it is noted, not reported.
+    """
+    seen = probe(s, inputs, run, finding.input_set)
+    if seen is None:
+        return replace(finding, details={**finding.details, "localized": False})
+    observed, device, _ = seen
+    verdicts = judge_nodes(s.numeric, inputs, observed, device, s.approximate)
+    node = at_fault([(v.node, v.stats) for v in verdicts])
+    if node is None:
+        notes.append(f"{s.name}: {finding.message} (no single node is out of bound on its own operands)")
+        return None
+    v = next(v for v in verdicts if v.node == node)
+    typed = s.typed("numeric")
+    ops, dtypes = node_signature(s.numeric, typed, node)
+    declared = typed.values[node].dtype
+    narrow = v.narrow or (v.device if device_narrower(v.device, declared) else None)
+    details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
+               "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
+    if narrow is not None:
+        evidence = f"the device holds {v.device}" if v.device == narrow else f"every value of {node} is a {narrow} number"
+        return Finding("effective-precision", s.name, ops, [declared, narrow], f"{declared}-carries-{narrow}",
+                       f"{node} ({ops[0]}) declares {declared} but computes in {narrow}: {evidence} "
+                       f"({v.stats.ratio:.3g}x the {declared} bound)", ratio=v.stats.ratio,
+                       max_ulp=v.stats.max_ulp, input_set=finding.input_set, node=node,
+                       details={**details, "evidence": evidence})
+    st = v.stats
+    cls = "underflow" if v.underflow else ("nonfinite" if st.nonfinite_mismatch else "bound")
+    if cls == "underflow":  # flushing subnormals is a documented choice of many backends: a coverage note
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, kind="unsupported",
+                       message=f"{node} ({ops[0]}, {dtypes[0]}): {st.ratio:.3g}x the allowed error where an operand "
+                               f"or the result is subnormal (below the smallest normal {declared})",
+                       ratio=st.ratio, max_ulp=st.max_ulp, details=details)
+    if st.nonfinite_mismatch:
+        msg = (f"{node} ({ops[0]}, {dtypes[0]}): {st.nonfinite_mismatch} non-finite value(s) where the reference "
+               f"is finite (or the reverse), on its own operands")
+    else:
+        own = ("fused with its float16/bfloat16 producers, which the backend kept in float32 (excess precision)"
+               if v.excess else "on its own operands")
+        msg = (f"{node} ({ops[0]}, {dtypes[0]}): max error {st.max_abs:.4g} ({st.max_ulp:.1f} ULP) is "
+               f"{st.ratio:.3g}x the allowed error, {own}")
+    return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
+                   max_ulp=st.max_ulp, details=details)
+
+def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
+    """Name the first node whose prefix of the graph raises the same error (bisection over prefixes, each with
+    every tensor node as an output, so a longer prefix keeps whatever a shorter one raised on)."""
+    typed = infer(s.graph)
+    nodes = list(s.graph.nodes)
+    wanted = (finding.error_class, finding.details.get("error_key"))
+
+    def raises(k: int) -> bool:
+        outs = tuple(n.id for n in nodes[:k + 1] if typed.values[n.id].kind != "scalar")
+        if not outs:
+            return False
+        o = run(Graph(s.graph.inputs, tuple(nodes[:k + 1]), outs), inputs)
+        return o.status in ("error", "unsupported") and (classify_error(o), message_key(o.message)) == wanted
+
+    if not nodes or not raises(len(nodes) - 1):
+        return finding  # the error needs the graph as it is (its outputs, a fusion): the whole graph stays
+    lo, hi = 0, len(nodes) - 1  # hi raises
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if raises(mid) else (mid + 1, hi)
+    node = nodes[hi]
+    return replace(finding, ops=[node.op], node=node.id,
+                   dtypes=sorted({typed.values[o].dtype for o in node.inputs if isinstance(o, str)}
+                                 | {typed.values[node.id].dtype}),
+                   message=f"{node.id} ({node.op}): {finding.message}",
+                   details={**finding.details, "localized": True, "whole_graph": False})
+
+def downcast(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
+    """Name the first mixed-dtype node whose own result is narrower than the promotion (one probe)."""
+    seen = probe(s, inputs, run, finding.input_set)
+    if seen is None:
+        return finding
+    _, _, reported = seen
+    numeric = s.typed("numeric")
+    for node_id, brk in s.typed().chain_breaks().items():
+        got = reported.get(node_id)
+        want = s.reported(numeric.values[node_id].dtype)
+        if node_id in s.bridged or got is None or not semantics.narrower(got, want):
+            continue
+        op = s.graph.node(node_id).op
+        lost = brk.activation_dtype if semantics.narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
+        return replace(finding, ops=[op], dtypes=[brk.activation_dtype, brk.param_dtype, got], node=node_id,
+                       message=f"{s.name} runs {node_id} ({op}) on a {brk.activation_dtype} activation with "
+                               f"{brk.param_dtype} parameters, where PyTorch raises, and returns {got} instead of "
+                               f"the promoted {want}: the {lost} operand was silently downcast",
+                       details={**finding.details, "localized": True})
+    return finding
+
+def dtype(finding: Finding, s: Subject, inputs: Values, run: Run, eager: Run | None) -> Finding:
+    """Name the first node whose reported dtype differs from what eager reports for it (one probe each)."""
+    seen = probe(s, inputs, run, finding.input_set)
+    if seen is None or eager is None:
+        return finding
+    _, _, reported = seen
+    names = tuple(reported)
+    e = eager(Graph(s.policy.inputs, s.policy.nodes, names), rounded_inputs(s.policy, inputs))
+    if not e.ok:
+        return finding
+    for name, want in zip(names, e.dtypes or []):
+        got = reported[name]
+        if s.reported(want) != got:
+            op = s.graph.node(name).op
+            return replace(finding, ops=[op], dtypes=[s.reported(want), got], node=name,
+                           message=f"{name} ({op}): {s.name} returns {got} where PyTorch eager on the CPU returns "
+                                   f"{s.reported(want)} ({s.label})",
+                           details={**finding.details, "localized": True})
+    return finding

@@ -1,0 +1,81 @@
+"""The words findings and bugs are made of: kinds, oracles, error classes, executor names (typed, one place).
+
+The enums are `str` enums: a value is its own JSON string and compares equal to it, so records written before
+them read back the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(str, Enum):
+    """What a person does with a finding."""
+
+    BACKEND_BUG = "backend-bug"  # report it upstream
+    MODEL_HAZARD = "model-hazard"  # fix the model (PyTorch raises too, or the policy loses the precision)
+    UNSUPPORTED = "unsupported"  # a coverage gap: the backend cannot express the op in that dtype
+
+
+class Oracle(str, Enum):
+    """Which oracle made a finding."""
+
+    ERROR_BOUND = "error-bound"  # numbers out of the ideal-implementation bound
+    EFFECTIVE_PRECISION = "effective-precision"  # computes in a narrower format than it declares
+    STATUS_DIVERGENCE = "status-divergence"  # raises where eager runs
+    DTYPE_DIVERGENCE = "dtype-divergence"  # returns another dtype than eager
+    SILENT_DOWNCAST = "silent-downcast"  # runs mixed dtypes eager rejects, returning a narrower one
+    MODEL_HAZARD = "model-hazard"  # eager raises too, or the policy's own rounding loses the outputs
+    COVERAGE = "coverage"  # the backend says it cannot
+    CRASH = "crash"  # the worker died
+    TIMEOUT = "timeout"  # the worker hung
+
+
+class ErrorClass(str, Enum):
+    """The fixed error classes (a crash's class names its signal, `crash-signal-11`, and an effective-precision
+    finding the formats, `float16-carries-bfloat16`: those stay plain strings)."""
+
+    BOUND = "bound"
+    NONFINITE = "nonfinite"
+    UNDERFLOW = "underflow"
+    PRECISION = "precision"  # a precision hazard
+    RAISED = "raised"  # a model hazard where eager raises
+    DOWNCAST = "downcast"
+    DTYPE = "dtype"
+    DTYPE_MISMATCH = "dtype-mismatch"
+    COMPILER_ERROR = "compiler-error"
+    RUNTIME_ERROR = "runtime-error"
+    UNSUPPORTED = "unsupported"
+    TIMEOUT = "timeout"
+
+
+BACKENDS = {"xla": "torch_xla", "tvm": "tvm", "torch": "torch", "neuron": "neuron", "debug": "debug"}
+BASE_VARIANT = {"tvm": "default"}  # the variant whose verdict tells a pass's or importer's bug from the op's own
+
+
+@dataclass(frozen=True)
+class ExecutorName:
+    """`family/variant` (`tvm/mixed-precision`): the family, the variant, the backend, the family's base variant."""
+
+    family: str
+    variant: str
+
+    @classmethod
+    def parse(cls, name: str) -> "ExecutorName":
+        """Split an executor name (a name without '/' is a family with no variant)."""
+        family, _, variant = name.partition("/")
+        return cls(family, variant)
+
+    @property
+    def backend(self) -> str:
+        """The backend family as bug records name it: torch_xla, tvm, torch, neuron."""
+        return BACKENDS.get(self.family, self.family)
+
+    @property
+    def base(self) -> str | None:
+        """The family's base executor (`tvm/default`), where it has one."""
+        return f"{self.family}/{BASE_VARIANT[self.family]}" if self.family in BASE_VARIANT else None
+
+    def __str__(self) -> str:
+        return f"{self.family}/{self.variant}" if self.variant else self.family
