@@ -32,16 +32,76 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     return bug_title(finding, executors, describe, variant)
 
 
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16",
+             "avx512_fp16", "amx_tile", "amx_bf16", "amx_fp16", "asimd", "sve", "bf16")  # what oneDNN/XLA pick kernels by
+
+
+def cpu_isa() -> str:
+    """The CPU's model and the vector ISA extensions kernels are chosen by (from /proc/cpuinfo where there is one)."""
+    model, flags = "", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model", "CPU part") and not model:
+                    model = value.strip()
+                elif key.strip() in ("flags", "Features"):
+                    flags |= set(value.split())
+    except OSError:
+        pass
+    isa = " ".join(f for f in ISA_FLAGS if f in flags)
+    return f"{platform.machine()}{f', {model}' if model else ''}{f'; ISA: {isa}' if isa else ''}"
+
+
+def cause_hint(case: Case, finding: Finding) -> str:
+    """One line on what triggers it in the (minimized) case: the op at fault, its attributes, its operands' shapes,
+    dtypes and values ("layer_norm over normalized_shape [4096] of x: float16 [1, 4096], alternating ±0.25")."""
+    node = next((n for n in case.graph.nodes if n.id == finding.node), None)
+    if node is None and len(case.graph.nodes) == 1:
+        node = case.graph.nodes[0]
+    if node is None:
+        return ""
+    inputs = {i.name: i for i in case.graph.inputs}
+    parts = []
+    for operand in node.inputs:
+        inp = inputs.get(operand) if isinstance(operand, str) else None
+        if inp is None:
+            continue
+        spec = case.input_sets[finding.input_set].get(inp.name, inp.init) if finding.input_set < len(case.input_sets) \
+            else inp.init
+        parts.append(f"{inp.name}: {inp.dtype} {list(inp.shape)}, {describe_values(spec)}")
+    attrs = ", ".join(f"{k} {v}" for k, v in node.attrs.items())
+    return f"{node.op}{f' ({attrs})' if attrs else ''} of " + "; ".join(parts) if parts else f"{node.op} ({attrs})"
+
+
+def describe_values(spec: dict[str, Any]) -> str:
+    """A value spec in words."""
+    if "values" in spec:
+        return "the values given"
+    dist, args = spec.get("dist", "?"), {k: v for k, v in spec.items() if k not in ("dist", "seed")}
+    if dist == "alternating":
+        return f"alternating ±{args.get('value', 0.25)}"
+    if dist == "constant":
+        return f"all {args.get('value', 1.0)}"
+    return f"{dist} " + ", ".join(f"{k}={v}" for k, v in args.items()) if args else dist
+
+
 def render(case: Case, finding: Finding, describe: dict[str, Any], script: str, command: str, head: str,
-           script_name: str = "repro.py", executors: Iterable[str] = ()) -> str:
-    """The whole draft."""
+           script_name: str = "repro.py", executors: Iterable[str] = (), siblings: Iterable[str] = (),
+           output: str | None = None) -> str:
+    """The whole draft: expected, actual (with the script's own output where it ran), the trigger, other
+    manifestations of the same cause, environment (versions, CPU and its ISA), the script."""
     versions = "\n".join(f"- {k}: {v}" for k, v in sorted(describe.get("versions", {}).items()))
     settings = "\n".join(f"- {k}: {v}" for k, v in sorted(describe.get("settings", {}).items()))
     ops = ", ".join(sorted({n.op for n in case.graph.nodes}))
     actual = finding.message
     if finding.ratio is not None and finding.max_ulp is not None:
         actual += f"\n\n{finding.max_ulp:.1f} ULP of the output dtype at worst; error / allowed error = {finding.ratio:.3g}."
+    if output:
+        actual += f"\n\nThe script prints:\n\n```\n{output.rstrip()}\n```"
+    hint = cause_hint(case, finding)
     also = sorted(set(executors) - {finding.executor})
+    others = sorted(set(siblings) - {finding.signature})
     return f"""# {head}
 
 ## Expected behavior
@@ -51,11 +111,12 @@ For this graph ({ops}; {len(case.graph.nodes)} node(s)): {EXPECTED.get(finding.o
 ## Actual behavior
 
 {actual}
-{f"{chr(10)}Also seen with: {', '.join(also)}.{chr(10)}" if also else ""}
+{f"{chr(10)}Trigger: {hint}.{chr(10)}" if hint else ""}{f"{chr(10)}Also seen with: {', '.join(also)}.{chr(10)}" if also else ""}{f"{chr(10)}Other manifestations of this cause (precfuzz signatures): {'; '.join(others)}.{chr(10)}" if others else ""}
 ## Environment
 
 {versions or '- (versions unknown)'}
-- Python: {platform.python_version()}; OS: {platform.platform()}; CPU: {platform.machine()}
+- Python: {platform.python_version()}; OS: {platform.platform()}
+- CPU: {cpu_isa()}
 
 Settings:
 {settings or '- none'}

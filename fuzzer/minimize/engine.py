@@ -227,10 +227,26 @@ def recheck(case: Case, target: Target, pool: ExecutorPool, localize_faults: boo
     return next((f for f in result.findings if target.matches(f)), None)
 
 
+KIND_VALUE = {"backend-bug": 0, "model-hazard": 1, "unsupported": 2}
+
+
+def most_valuable(findings: Sequence[Finding]) -> Finding:
+    """The finding a user means when they name none: a backend bug before a hazard before a coverage gap, then the
+    largest error ratio (non-finite values first), then the first found (issue 20: the first finding of the TVM
+    seed padded with elementwise ops was an xla/bf16-model effective-precision one)."""
+    def rank(item: tuple[int, Finding]) -> tuple[int, float, int]:
+        k, f = item
+        ratio = float("inf") if f.error_class == "nonfinite" else (f.ratio or 0.0)
+        return KIND_VALUE.get(f.kind, 3), -ratio, k
+
+    return min(enumerate(findings), key=rank)[1]
+
+
 def minimize(case: Case, signature: str | Finding | None = None, checker: Checker | ExecutorPool | None = None,
              budget_s: float = 120.0, max_checks: int = 1000, passes: Sequence[Pass] = PASSES,
              progress: Callable[[str], None] | None = None, fresh_recheck: bool = True) -> MinimizeResult:
-    """Shrink `case` while it still shows `signature` (default: its first finding); see the module docstring.
+    """Shrink `case` while it still shows `signature` (default: its most valuable finding, most_valuable); see the
+    module docstring.
 
     `checker` is a Checker or an ExecutorPool holding at least the target's executors (and, without a
     signature, the executors to look for a finding with). The search stops after `budget_s` seconds or
@@ -244,7 +260,7 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
         findings = checker.check(case).findings
         if not findings:
             raise MinimizeError(f"case {case.id} shows no finding on {', '.join(checker.tested)}")
-        signature = findings[0]
+        signature = most_valuable(findings)
     target = Target.of(signature, case.graph) if isinstance(signature, Finding) else Target.parse(signature, case.graph)
     missing = [n for n in target.executors if n not in pool.names]
     if missing:
