@@ -537,3 +537,21 @@ def _json_objects(text: str) -> list[dict]:
         obj, pos = decoder.raw_decode(text, start)
         out.append(obj)
     return out
+
+
+def test_regression_without_a_signature_the_most_valuable_finding_is_the_target() -> None:
+    """Issue 20: `precfuzz minimize` took the case's first finding; on the TVM seed padded with elementwise ops that
+    was xla/bf16-model's (a hazard or an effective-precision reading) and the result stayed 8 nodes after 113 s.
+    Measured after the fix: the padded seed minimizes to the layer_norm alone in 36 s (8 checks)."""
+    from fuzzer.minimize.engine import most_valuable
+    from oracles.findings import Finding
+
+    hazard = Finding("model-hazard", "xla/bf16-model", ["layer_norm"], ["float16", "bfloat16"], "raised", "m",
+                     kind="model-hazard")
+    narrow = Finding("effective-precision", "xla/bf16-model", ["layer_norm"], ["float16"], "p", "m", ratio=1.7)
+    tvm = Finding("error-bound", "tvm/decompose", ["layer_norm"], ["float16"], "bound", "m", ratio=340.0)
+    gap = Finding("coverage", "tvm/default", ["layer_norm"], ["bfloat16"], "unsupported", "m", kind="unsupported")
+    assert most_valuable([hazard, narrow, gap, tvm]) is tvm
+    assert most_valuable([gap, hazard]) is hazard
+    inf = Finding("error-bound", "tvm/default", ["mean"], ["float16"], "nonfinite", "m", ratio=None)
+    assert most_valuable([tvm, inf]) is inf
