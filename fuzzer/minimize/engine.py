@@ -88,6 +88,8 @@ class MinimizeResult:
     static_refutes: int = 0  # candidates refuted without a check (Predicate.admits)
     exhausted: bool = False  # the budget ran out before a fixpoint
     note: str = ""
+    worst: Finding | None = None  # the worst manifestation the search saw (inf/nan over a ratio), with its case size
+    worst_elements: int = 0
 
     @property
     def accepted(self) -> int:
@@ -289,6 +291,7 @@ def minimize(case: Case, signature: str | Finding | None = None, checker: Checke
         raise
     result.steps, result.tried, result.exhausted = search.steps, search.tried, search.exhausted
     result.checks, result.cache_hits = predicate.checks, predicate.hits
+    result.worst, result.worst_elements = predicate.worst, predicate.worst_elements
     result.check_s, result.static_refutes = predicate.check_s, predicate.static_refutes
     if fresh is None:  # the final finding from the full check (the predicate's skips the culprit-pass search)
         full = checker.check(search.current, target.executors).findings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -131,6 +132,8 @@ class Predicate:
         self.errors = 0  # checks that raised in-process (counted as not interesting)
         self.check_s = 0.0
         self.static_refutes = 0
+        self.worst: Finding | None = None  # the worst manifestation of the target's op seen (issue 26: titles)
+        self.worst_elements = 0
 
     @property
     def target(self) -> Target:
@@ -178,4 +181,17 @@ class Predicate:
         self.check_s += time.perf_counter() - t0
         found = next((f for f in findings if self.target.matches(f)), None)
         self.cache[key] = found
+        self._note_worst(case, findings)
         return found
+
+    def _note_worst(self, case: Case, findings: list[Finding]) -> None:
+        """Keep the worst finding of the target's oracle, executor and ops: non-finite values beat any ratio."""
+        def badness(f: Finding) -> float:
+            return float("inf") if f.error_class == "nonfinite" else (f.ratio or 0.0)
+
+        same = [f for f in findings if (f.oracle, f.executor, tuple(f.ops)) ==
+                (self.target.oracle, self.target.executor, self.target.ops)]
+        for f in same:
+            if self.worst is None or badness(f) > badness(self.worst):
+                self.worst = f
+                self.worst_elements = sum(math.prod(i.shape) for i in case.graph.inputs)
