@@ -139,7 +139,7 @@ class _Skip(Exception):
 
 # ATen overloads that keep their operand's value (copies, views of the whole, eval-mode dropout): no node
 PASSTHROUGH = ("clone.default", "contiguous.default", "alias.default", "detach.default", "detach_.default",
-               "lift_fresh_copy.default", "dropout.default", "_assert_tensor_metadata.default")
+               "lift_fresh_copy.default", "dropout.default", "dropout_.default", "_assert_tensor_metadata.default")
 # calls that only check metadata: dropped
 _ASSERTS = ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range", "_assert_async")
 

@@ -178,7 +178,7 @@ def _fill(value: Any) -> Any:
 
 
 def _aten_full(c: AtenCall) -> str:
-    """full(size, value), zeros, ones, *_like, new_*, scalar_tensor: the exported shape and dtype say it."""
+    """full(size, value), zeros, ones, *_like, new_*, scalar_tensor, empty*: the exported shape and dtype say it."""
     name = c.target.split(".")[0]
     if name in ("zeros", "zeros_like", "new_zeros"):
         value: Any = 0
@@ -186,6 +186,8 @@ def _aten_full(c: AtenCall) -> str:
         value = 1
     elif name in ("full", "new_full", "full_like"):
         value = c.arg(2 if name == "new_full" else 1, "fill_value")
+    elif name.startswith(("empty", "new_empty")):
+        value = 0  # uninitialized memory a model overwrites before it reads (Wan's rotary `out = empty_like(x)`)
     else:  # scalar_tensor
         value = c.arg(0, "s")
     assert c.shape is not None
@@ -216,7 +218,8 @@ OPS: list[OpSpec] = [
            attr_types={"shape": SHAPE_OR_SCALAR, "value": VALUE, "dtype": DTYPE}, numpy=_np_full,
            aten=A.overloads("full.default zeros.default ones.default zeros_like.default ones_like.default "
                             "full_like.default new_zeros.default new_ones.default new_full.default "
-                            "scalar_tensor.default", _aten_full)),
+                            "scalar_tensor.default empty.memory_format empty_like.default empty_permuted.default "
+                            "new_empty.default", _aten_full)),
     OpSpec("arange", "constant", (), {"start": 0, "end": 1, "step": 1, "dtype": "int64"}, _infer_arange, arange,
            _torch_arange, _relax_arange, _arange_interval,
            Example((), (), {"start": -3, "end": 9, "step": 2, "dtype": SAME_DTYPE}),

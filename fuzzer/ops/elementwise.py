@@ -383,6 +383,18 @@ def _aten_pow(c: AtenCall) -> str:
     return c.emit("pow", [c.arg(0, "self"), c.arg(1, "exponent")], {})
 
 
+def _aten_copy(c: AtenCall) -> str:
+    """copy(self, src): src's values in self's shape and dtype (functionalized `out[...] = src` writes)."""
+    target, src = c.info(c.arg(0, "self")), c.arg(1, "src")
+    if isinstance(src, str) and c.info(src).shape != target.shape:
+        src = c.emit("expand", [src], {"shape": list(target.shape)})
+    if not isinstance(src, str) or c.info(src).dtype != target.dtype:
+        if not isinstance(src, str):
+            raise A.AtenSkip("copy of a number")
+        src = c.emit("astype", [src], {"dtype": target.dtype})
+    return src
+
+
 def _aten_to(c: AtenCall) -> str:
     """A dtype conversion (a device or layout move alone keeps the value)."""
     dtype = c.kwargs.get("dtype") or next((a for a in c.args[1:] if isinstance(a, A.AtenDtype)), None)
@@ -507,7 +519,8 @@ OPS: list[OpSpec] = [
            lambda c: f"{c.args[0]}.to(torch.{c.attrs['dtype']})", _relax_astype, iv.astype_rule,
            Example(_X.inputs, ("x",), {"dtype": OTHER_FLOAT}), attr_types={"dtype": DTYPE},
            numpy=_np_astype,
-           aten=A.overloads("_to_copy.default to.dtype to.dtype_layout to.device to.prim_dtype", _aten_to)),
+           aten=A.overloads("_to_copy.default to.dtype to.dtype_layout to.device to.prim_dtype", _aten_to)
+           | {"copy.default": _aten_copy}),
 ]
 
 # TVM ToMixedPrecision runs the Relax op these lower to in float16 when all its tensor operands are float16

@@ -113,6 +113,17 @@ def _infer_slice(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     return Typed(tensor(shape, a.dtype))
 
 
+def _infer_slice_scatter(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    base, src = ops
+    assert base is not None and src is not None
+    sliced = _infer_slice([base], attrs).value
+    if src.is_scalar or src.shape != sliced.shape:
+        raise IRError(f"src {list(src.shape)} must have the slice's shape {list(sliced.shape)}")
+    if src.dtype != base.dtype:
+        raise IRError(f"src ({src.dtype}) and the tensor ({base.dtype}) must share a dtype (PyTorch raises)")
+    return Typed(tensor(base.shape, base.dtype))
+
+
 def _infer_select(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     (a,) = ops
     assert a is not None
@@ -171,6 +182,15 @@ def slice_(a, dim=0, start=0, end=None, step=1, **_: Any) -> np.ndarray:
     return a[tuple(index)]
 
 
+def slice_scatter(a, src, dim=0, start=0, end=None, step=1, **_: Any) -> np.ndarray:
+    """a with a[..., start:end:step, ...] along dim replaced by src."""
+    out = np.array(a, copy=True)
+    index = [slice(None)] * out.ndim
+    index[int(dim)] = slice(int(start), int(end), int(step))
+    out[tuple(index)] = src
+    return out
+
+
 def select(a, dim=0, index=0, **_: Any) -> np.ndarray:
     """a[..., index, ...] along dim (the dim goes away)."""
     return np.take(np.asarray(a), int(index), axis=int(dim))
@@ -209,6 +229,25 @@ def _relax_slice(c: RelaxCall) -> str:
             f"strides=[{step}])")
 
 
+def _relax_slice_scatter(c: RelaxCall) -> str:
+    dim = int(c.attrs["dim"]) % len(c.x_shape)
+    begin, _, count = slice_bounds(c.x_shape[dim], int(c.attrs["start"]), int(c.attrs["end"]), int(c.attrs["step"]))
+    step = int(c.attrs["step"])
+    return (f"R.op.slice_scatter({c.arg(0)}, {c.arg(1)}, {begin}, {begin + (count - 1) * step + 1}, {step}, "
+            f"axis={dim})")
+
+
+def _aten_slice_scatter(c: AtenCall) -> str:
+    """slice_scatter(self, src, dim, start, end, step)."""
+    x = c.arg(0, "self")
+    size = c.info(x).shape[int(c.arg(2, "dim", 0)) % len(c.info(x).shape)]
+    start = c.arg(3, "start", 0) or 0
+    start = max(int(start), -size) if int(start) < 0 else min(int(start), size)
+    attrs = {"dim": int(c.arg(2, "dim", 0)), "start": start, "end": _clamp_end(c.arg(4, "end"), size),
+             "step": int(c.arg(5, "step", 1) or 1)}
+    return c.emit("slice_scatter", [x, c.arg(1, "src")], attrs)
+
+
 def _relax_select(c: RelaxCall) -> str:
     dim = int(c.attrs["dim"]) % len(c.x_shape)
     index = int(c.attrs["index"]) % c.x_shape[dim]
@@ -235,6 +274,15 @@ def _torch_slice(c: TorchCall) -> str:
 
 def _np_slice(c: NumpyCall) -> str:
     return _torch_slice(TorchCall(c.args, c.attrs, False))
+
+
+def _index_src(c: NumpyCall) -> str:
+    """The index expression (a tuple of slices) of a slice along one dim, as numpy source."""
+    dim, start, end, step = (int(c.attrs[k]) for k in ("dim", "start", "end", "step"))
+    rank = len(c.shapes[0] or ())
+    parts = ["slice(None)"] * rank
+    parts[dim % rank] = f"slice({start}, {end}, {step})"
+    return f"({', '.join(parts)},)"
 
 
 def _np_pad(c: NumpyCall) -> str:
@@ -387,6 +435,17 @@ OPS: list[OpSpec] = [
            numpy=_np_slice,
            aten=A.overloads("slice.Tensor narrow.default", _aten_slice)
            | A.overloads("split.Tensor split_with_sizes.default chunk.default unbind.int", _aten_split)),
+    OpSpec("slice_scatter", "layout", ("a", "src"), {"dim": 0, "start": 0, "end": 1, "step": 1}, _infer_slice_scatter,
+           slice_scatter,
+           lambda c: (f"torch.slice_scatter({c.args[0]}, {c.args[1]}, {int(c.attrs['dim'])}, {int(c.attrs['start'])}, "
+                      f"{int(c.attrs['end'])}, {int(c.attrs['step'])})"),
+           _relax_slice_scatter, lambda ivs, infos, attrs, out: iv.union([ivs[0], ivs[1]]),
+           Example((example_input("x", [2, 3, 8]), example_input("s", [2, 3, 4])), ("x", "s"),
+                   {"dim": -1, "start": 1, "end": 8, "step": 2}),
+           attr_types={"dim": INT, "start": INT, "end": INT, "step": AttrType("an int >= 1", lambda v: INT.accepts(v) and v >= 1)},
+           numpy=lambda c: (f"(lambda out: (out.__setitem__({_index_src(c)}, {c.args[1]}), out)[1])"
+                            f"(np.array({c.args[0]}, copy=True))"),
+           aten={"slice_scatter.default": _aten_slice_scatter}),
     OpSpec("select", "layout", ("a",), {"dim": 0, "index": 0}, _infer_select, select,
            lambda c: f"torch.select({c.args[0]}, {int(c.attrs['dim'])}, {int(c.attrs['index'])})", _relax_select, _SAME,
            Example(_X, ("x",), {"dim": 1, "index": -1}), attr_types={"dim": INT, "index": INT},
