@@ -39,7 +39,8 @@ class Source:
 
     def where(self) -> str:
         """`denoiser.py:41`, or `transformers/.../modeling_gpt2.py:208 (called at gpt2.py:30)` inside a library."""
-        own = f"{Path(self.file).name}:{self.line}" if self.file else "?"
+        name = self.file.split("/site-packages/", 1)[1] if "/site-packages/" in self.file else Path(self.file).name
+        own = f"{name}:{self.line}" if self.file else "?"
         return f"{self.library} (called at {own})" if self.library else own
 
 
@@ -117,7 +118,10 @@ def source_of(fx_node: Any, model_file: str | None) -> Source:
     fname, lineno, code = (mine or outside or parsed or [("", 0, "")])[-1]
     library = ""
     libs = [p for p in parsed if "/site-packages/" in p[0] and "/site-packages/torch/" not in p[0]]
-    if libs and parsed.index(libs[-1]) > max((parsed.index(p) for p in mine or outside), default=-1):
+    users = mine or outside
+    if libs and not users:  # all of it inside libraries (a torchvision model): the library line is the place
+        fname, lineno, code = libs[-1]
+    elif libs and parsed.index(libs[-1]) > max(parsed.index(p) for p in users):
         lib_file, lib_line, lib_code = libs[-1]
         library = f"{lib_file.split('/site-packages/', 1)[1]}:{lib_line}"
         code = lib_code or code
