@@ -160,3 +160,23 @@ def test_unet_block_is_clean_once_the_caller_casts_its_input() -> None:
     assert verdict["hazards"] == [] and verdict["bugs"] == []
     (cast,) = verdict["input_casts"]
     assert cast["op"] == "conv2d" and "`x.to(torch.bfloat16)`" in cast["fix"]
+
+
+def test_regression_a_device_move_is_no_cast_under_a_policy() -> None:
+    """Zoo (GPT-2): `position_embeds.to(inputs_embeds.device)` is exported as _to_copy(dtype=float32), the dtype the
+    example had; translated as a cast it pinned the value to float32 under model.to(bfloat16), and the audit
+    reported a hazard the model does not have. A conversion to the dtype a value already has is no node."""
+    import torch
+
+    from fuzzer.audit.translate import translate
+
+    class Moves(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 4)
+
+        def forward(self, ids: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            return x + self.emb(ids).to(x.device)
+
+    tr = translate(Moves(), (torch.tensor([1, 2]), torch.randn(2, 4)))
+    assert [n.op for n in tr.case.graph.nodes] == ["embedding", "add"]

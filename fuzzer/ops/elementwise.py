@@ -398,9 +398,10 @@ def _aten_copy(c: AtenCall) -> str:
 def _aten_to(c: AtenCall) -> str:
     """A dtype conversion (a device or layout move alone keeps the value)."""
     dtype = c.kwargs.get("dtype") or next((a for a in c.args[1:] if isinstance(a, A.AtenDtype)), None)
-    if dtype is None:
-        return c.arg(0, "self")
-    return c.emit("astype", [c.arg(0, "self")], {"dtype": A.dtype_of(dtype)})
+    x = c.arg(0, "self")
+    if dtype is None or (isinstance(x, str) and c.info(x).dtype == A.dtype_of(dtype)):
+        return x  # a device move, or a dtype the value already has (export writes .to(device) with the dtype it saw)
+    return c.emit("astype", [x], {"dtype": A.dtype_of(dtype)})
 
 
 BOUND = AttrType("null or a finite number", lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
