@@ -30,14 +30,16 @@ for r in range(rounds):
     p = subprocess.Popen(base + ["--time", "600"], env=env, cwd=env["PYTHONPATH"], stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)
     time.sleep(rng.uniform(6, 20))
-    os.killpg(p.pid, signal.SIGKILL); p.wait()
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
     st = json.loads((out / "state.json").read_text()) if (out / "state.json").exists() else {"tests": 0}
     t = st.get("tests", 0)
     if t == 0:
-        print(f"round {r}: nothing counted yet"); continue
+        print(f"round {r}: nothing counted yet")
+        continue
     done = subprocess.run(base + ["--max-tests", str(t)], env=env, cwd=env["PYTHONPATH"], capture_output=True, text=True)
     rows = len(pd.read_parquet(out / "runs.parquet")) if (out / "runs.parquet").exists() else 0
-    warn = [l for l in done.stderr.splitlines() if "runs.parquet holds" in l]
+    warn = [line for line in done.stderr.splitlines() if "runs.parquet holds" in line]
     ok = rows == t and not warn
     bad += not ok
     print(f"round {r}: killed with state.json tests {t}; after resume runs.parquet rows {rows} "
