@@ -252,6 +252,20 @@ def test_a_state_counting_rows_that_are_gone_is_recounted(tmp_path: Path) -> Non
     assert any("counts 21 tests but runs.parquet holds 0 rows" in w for w in seen.lines), seen.lines
 
 
+def test_a_parquet_chunk_that_cannot_be_read_is_set_aside_and_not_counted(tmp_path: Path) -> None:
+    """A damaged chunk made pandas.read_parquet(DIR/runs.parquet) fail for good; it is set aside (a dot file,
+    which readers skip), recorded, and its rows are no longer counted."""
+    out = tmp_path / "camp"
+    Campaign(config(out, generate=fault_stream, max_tests=21), Warnings()).run()
+    (part,) = sorted((out / "runs.parquet").glob("part-*.parquet"))
+    part.write_bytes(b"PAR1 not parquet")
+    seen = Warnings()
+    Campaign(config(out, generate=fault_stream, max_tests=25), seen).run()
+    assert (out / "runs.parquet" / f".damaged-{part.name}").read_bytes() == b"PAR1 not parquet"
+    assert len(pd.read_parquet(out / "runs.parquet")) == json.loads((out / "state.json").read_text())["tests"] == 25
+    assert any("a chunk cannot be read" in w for w in seen.lines), seen.lines
+
+
 # ---------------------------------------------------------------- checked at start
 
 

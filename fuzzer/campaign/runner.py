@@ -300,7 +300,10 @@ class Campaign:
 
         self.store.recover_runs(counted)
         if self.state.invocations > 1 or self.store.runs_dir.exists():
-            rows = self.store.count_runs()
+            rows, aside = self.store.count_runs()
+            for path, why in aside:
+                self._damaged("runs.parquet", path, f"a chunk cannot be read ({why})",
+                              f"set aside as {path.name}, its rows not counted")
             if rows != self.state.tests:
                 self._damaged("state.json", self.store.root / "state.json",
                               f"it counts {self.state.tests} tests but runs.parquet holds {rows} rows",

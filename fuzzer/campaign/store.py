@@ -32,6 +32,7 @@ FINDINGS = "findings.jsonl"
 BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.campaign.bug_book), rewritten atomically like findings.jsonl
 DAMAGED = "findings.jsonl.damaged"  # lines of findings.jsonl that could not be read, kept for a person to look at
 RUNS = "runs.parquet"  # a directory of part-NNNNN*.parquet files, read with pandas.read_parquet(DIR/runs.parquet)
+DAMAGED_PREFIX = ".damaged-"  # RUNS/.damaged-part-*.parquet: a chunk that could not be read, set aside
 JOURNAL_PREFIX = ".journal-"  # RUNS/.journal-<token>.jsonl: a lane's rows, written before they are counted
 LOCK = ".lock"
 
@@ -445,17 +446,21 @@ class CampaignStore:
             os.unlink(path)
         return kept, dropped
 
-    def count_runs(self) -> int:
-        """Rows in runs.parquet, from the chunks' metadata (a chunk that cannot be read counts 0, with a warning)."""
+    def count_runs(self) -> tuple[int, list[tuple[Path, str]]]:
+        """Rows in runs.parquet, from the chunks' metadata; a chunk that cannot be read is set aside as
+        runs.parquet/.damaged-<name> (readers skip dot files, so pandas.read_parquet(DIR/runs.parquet) still
+        works): (rows, [(where it went, why)])."""
         import pyarrow.parquet as pq
 
-        total = 0
+        total, aside = 0, []
         for p in sorted(self.runs_dir.glob("part-*.parquet")) if self.runs_dir.is_dir() else []:
             try:
                 total += pq.read_metadata(p).num_rows
             except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a damaged file
-                self.warn(f"{p} cannot be read ({type(exc).__name__}); its rows are not counted")
-        return total
+                kept = p.with_name(f"{DAMAGED_PREFIX}{p.name}")
+                os.replace(p, kept)
+                aside.append((kept, f"{type(exc).__name__}: {str(exc)[:120]}"))
+        return total, aside
 
     def load_runs(self) -> pd.DataFrame:
         """All per-test rows (empty frame if none); a chunk that cannot be read is skipped with a warning."""
