@@ -14,6 +14,7 @@ import argparse
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import stat
@@ -246,7 +247,7 @@ def export_inputs() -> list[Input]:
         target = {"missing-parent-file": "parent/out.py", "same-as-case": XLA_SEED}.get(name, "out.py")
         out.append(Input(f"export-out-{name}", "export", pc(*base, target), setup, timeout=120))
     out += [
-        Input("export-own-export-replaced", "export", ["bash", "-c", " && ".join([" ".join(pc(*base, "o.py"))] * 2)],
+        Input("export-own-export-replaced", "export", ["bash", "-c", " && ".join([shlex.join(pc(*base, "o.py"))] * 2)],
               expect=(0,), check=exists("o.py")),
         Input("export-force-over-user-file", "export", pc(*base, "out.py", "--force"), write("out.py", USER),
               expect=(0,)),
@@ -287,7 +288,7 @@ def minimize_inputs() -> list[Input]:
         Input("minimize-out-is-case", "minimize", pc(*m, "--out", "case.json"), setup, precious=("case.json",)),
         Input("minimize-out-fifo", "minimize", pc(*m, "--out", "f.json"), both(setup, fifo("f.json")), timeout=60),
         Input("minimize-out-dev-null", "minimize", pc(*m, "--out", "n.json"), both(setup, link("n.json", "/dev/null"))),
-        Input("minimize-twice-replaces-own", "minimize", ["bash", "-c", " && ".join([" ".join(pc(*m))] * 2)], setup,
+        Input("minimize-twice-replaces-own", "minimize", ["bash", "-c", " && ".join([shlex.join(pc(*m))] * 2)], setup,
               expect=(0,), check=exists("case.min.json")),
         Input("minimize-force", "minimize", pc(*m, "--force"), both(setup, write("case.min.json", USER)), expect=(0,)),
         Input("minimize-same-basename-two-dirs", "minimize",
@@ -414,7 +415,9 @@ def run_inputs() -> list[Input]:
             inputs=[{"name": "x", "shape": [10**5, 10**5], "dtype": "float32", "init": {"dist": "normal"}}]))))),
         "resume-finding-folder-file": damage(lambda d: [shutil.rmtree(f) or f.write_text("x")
                                                         for f in (d / "camp" / "findings").iterdir()]),
-        "resume-bugs-folder-taken": damage(lambda d: (d / "camp" / "bugs").write_text("x") if not (d / "camp" / "bugs").exists() else None),
+        "resume-bug-folders-taken": damage(lambda d: [(d / "camp" / "bugs").mkdir(exist_ok=True)] + [
+            (d / "camp" / "bugs" / json.loads(line)["bug"]).write_text("x")
+            for line in (d / "camp" / "bugs.jsonl").read_text().splitlines()]),
         "resume-parquet-chunks-deleted": damage(lambda d: [p.unlink() for p in (d / "camp" / "runs.parquet").glob("part-*")]),
         "resume-parquet-chunk-garbage": damage(lambda d: [p.write_bytes(b"PAR1garbage") for p in (d / "camp" / "runs.parquet").glob("part-*")]),
         "resume-journal-garbage": damage(lambda d: (d / "camp" / "runs.parquet" / ".journal-x.jsonl").write_text("{\n")),
@@ -428,23 +431,24 @@ def run_inputs() -> list[Input]:
             json.dumps({**{k: v for k, v in json.loads(line).items() if k != "id"}, "original": "/etc/passwd"}) + "\n"
             for line in (d / "camp" / "findings.jsonl").read_text().splitlines()))),
     }
+    out.append(Input("resume-bugs-folder-is-file", "run", resume(), damage(write("camp/bugs", "x")),
+                     check=stderr_has("not a directory"), timeout=400))
     for name, setup in resumes.items():
         out.append(Input(name, "run", resume(), setup, expect=(0,), check=state_matches_rows, timeout=400))
-    out.append(Input("resume-twice-after-bugs-deleted", "run", ["bash", "-c", " && ".join([" ".join(
-        f"'{a}'" for a in resume())] * 2)], damage(lambda d: (d / "camp" / "bugs.jsonl").unlink()), expect=(0,),
+    out.append(Input("resume-twice-after-bugs-deleted", "run", ["bash", "-c", " && ".join([shlex.join(resume())] * 2)], damage(lambda d: (d / "camp" / "bugs.jsonl").unlink()), expect=(0,),
         check=bugs_count(2), timeout=600))
     out.append(Input("run-kill-9-then-resume", "run", ["bash", "-c", kill_and_resume()], expect=(0,),
                      check=state_matches_rows, timeout=400))
-    out.append(Input("run-second-run-same-dir", "run", ["bash", "-c", f"{' '.join(pc(*CAMP[:-2], '--time', '20'))} & "
-                                                        f"sleep 8; {' '.join(pc(*CAMP))}; s=$?; wait; exit $s"],
+    out.append(Input("run-second-run-same-dir", "run", ["bash", "-c", f"{shlex.join(pc(*CAMP[:-2], '--time', '20'))} & "
+                                                        f"sleep 8; {shlex.join(pc(*CAMP))}; s=$?; wait; exit $s"],
                      check=stderr_has("in use by another precfuzz run"), timeout=120))
     return out
 
 
 def kill_and_resume() -> str:
-    run = " ".join(pc(*CAMP[:-2], "--time", "120"))
+    run = shlex.join(pc(*CAMP[:-2], "--time", "120"))
     return (f"for i in 1 2 3; do {run} >/dev/null 2>&1 & p=$!; sleep $((4 + i)); kill -9 $p; wait $p; done; "
-            f"{' '.join(pc(*CAMP[:-1], '1'))} >/dev/null 2>&1; exit 0")
+            f"{shlex.join(pc(*CAMP[:-1], '1'))} >/dev/null 2>&1; exit 0")
 
 
 def report_inputs() -> list[Input]:
@@ -457,7 +461,7 @@ def report_inputs() -> list[Input]:
         Input("report-state-fifo", "report", pc("report", "camp"), fifo("camp/state.json"), timeout=60),
         Input("report-state-dev-zero", "report", pc("report", "camp"), link("camp/state.json", "/dev/zero"), timeout=60),
         Input("report-ok", "report", pc("report", "camp"), camp, expect=(0,), check=exists("camp/report.md")),
-        Input("report-twice", "report", ["bash", "-c", " && ".join([" ".join(pc("report", "camp"))] * 2)], camp,
+        Input("report-twice", "report", ["bash", "-c", " && ".join([shlex.join(pc("report", "camp"))] * 2)], camp,
               expect=(0,)),
         Input("report-user-report-md", "report", pc("report", "camp"), both(camp, write("camp/report.md", USER)),
               precious=("camp/report.md",), check=stderr_has("--force")),
@@ -510,7 +514,7 @@ def smoke_inputs() -> list[Input]:
         Input("smoke-junit-is-state", "smoke", pc(*SMOKE, "--out", "s", "--junit", "s/state.json")),
         Input("smoke-baseline-inside-out", "smoke", [*pc(*SMOKE[:-2]), "--out", "s", "--baseline", "s/b.json"],
               both(write("s/.precfuzz-smoke", "x"), write("s/b.json", '{"bugs": []}')), precious=("s/b.json",)),
-        Input("smoke-run-twice", "smoke", ["bash", "-c", " && ".join([" ".join(pc(*SMOKE, "--out", "s",
+        Input("smoke-run-twice", "smoke", ["bash", "-c", " && ".join([shlex.join(pc(*SMOKE, "--out", "s",
                                                                                    "--junit", "s/j.xml"))] * 2)],
               expect=(0, 1), check=exists("s/j.xml"), timeout=600),
         Input("smoke-write-baseline-in-place", "smoke",
@@ -577,7 +581,7 @@ def audit_inputs() -> list[Input]:
         Input("audit-save-case-fifo", "audit", pc("audit", "m.py", "--save-case", "f"), both(ok, fifo("f")),
               timeout=60),
         Input("audit-save-case-ok-then-again", "audit", ["bash", "-c", " && ".join(
-            [" ".join(pc("audit", "m.py", *EAGER, "--no-minimize", "--save-case", "c.json"))] * 2)], ok,
+            [shlex.join(pc("audit", "m.py", *EAGER, "--no-minimize", "--save-case", "c.json"))] * 2)], ok,
               expect=(0, 1), check=exists("c.json"), timeout=600),
         Input("audit-model-fifo", "audit", pc("audit", "m.py"), fifo("m.py"), timeout=60),
         Input("audit-model-dir", "audit", pc("audit", "m.py"), mkdir("m.py")),
@@ -602,11 +606,11 @@ def generate_inputs() -> list[Input]:
         Input("generate-families-empty", "generate", pc("generate", "--count", "1", "--families", ",", "--stats")),
         Input("generate-no-out-no-stats", "generate", pc("generate", "--count", "1")),
         Input("generate-twice-same-dir", "generate", ["bash", "-c", " && ".join(
-            [" ".join(pc("generate", "--count", "3", "--seed", "1", "--out", "c"))] * 2)], expect=(0,)),
+            [shlex.join(pc("generate", "--count", "3", "--seed", "1", "--out", "c"))] * 2)], expect=(0,)),
         Input("generate-user-file-at-name", "generate", ["bash", "-c", " && ".join([
-            " ".join(pc("generate", "--count", "1", "--seed", "1", "--out", "c")),
+            shlex.join(pc("generate", "--count", "1", "--seed", "1", "--out", "c")),
             "for f in c/*.json; do echo mine > $f; done",
-            " ".join(pc("generate", "--count", "1", "--seed", "1", "--out", "c"))])],
+            shlex.join(pc("generate", "--count", "1", "--seed", "1", "--out", "c"))])],
               check=lambda d, p: None if all(f.read_text() == "mine\n" for f in (d / "c").glob("*.json"))
               else "a user's file was replaced"),
         Input("generate-start-negative", "generate", pc("generate", "--count", "1", "--start", "-5", "--stats")),

@@ -130,3 +130,16 @@ def test_smoke_does_not_empty_a_directory_another_run_holds(tmp_path: Path) -> N
         assert (out / "state.json").exists()
     finally:
         store.unlock()
+
+
+def test_a_baseline_that_is_a_fifo_or_device_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Issue 24's hostile pass: `smoke --baseline FIFO` blocked until killed (no answer in 60 s)."""
+    import os
+
+    from fuzzer.campaign.smoke import load_baseline
+
+    os.mkfifo(tmp_path / "kf.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name, what in (("kf.json", "a FIFO"), ("zero.json", "a device")):
+        with pytest.raises(ValueError, match=f"is {what}, not a file"):
+            load_baseline(tmp_path / name)
