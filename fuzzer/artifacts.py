@@ -38,41 +38,77 @@ class Artifacts:
     errors: list[str] = field(default_factory=list)
 
 
-def write_file(path: Path, text: str, executable: bool = False) -> Path:
-    """Write a script or report in place of `path` (never over a device or FIFO), executable if asked."""
-    replace_file(path, text, mode=0o755 if executable else None, sync=False)
+@dataclass
+class Rendered:
+    """The texts of a finding's files (None where not rendered), its title, and what failed."""
+
+    title: str = ""
+    repro: str | None = None  # the short script
+    repro_full: str | None = None  # the full-oracle script
+    report: str | None = None  # the bug-report draft, naming the script it inlines
+    errors: list[str] = field(default_factory=list)
+
+
+def write_file(path: Path, text: str, style: str, executable: bool = False, force: bool = False) -> Path:
+    """Write a script, report or case in place of `path`, with precfuzz's generated header: never over a device or
+    FIFO, nor over a file precfuzz did not write unless `force` (outfiles.NotOurs)."""
+    replace_file(path, text, mode=0o755 if executable else None, sync=False, style=style, force=force)
     return path
 
 
-def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str, Any], command: str,
-                  short: bool = True, full: bool = True, variant: str = "*", executors: Iterable[str] = ()) -> Artifacts:
-    """Write the case and the scripts of `finding` (on `case`) into `folder`."""
-    out = Artifacts()
+def render_finding(case: Case, finding: Finding, describe: dict[str, Any], command: str, short: bool = True,
+                   full: bool = True, variant: str = "*", executors: Iterable[str] = (),
+                   script_name: str | None = None) -> Rendered:
+    """The scripts of `finding` (on `case`) and the draft; the draft tells to save its script as `script_name`
+    (default: repro.py, or repro_full.py where only that one rendered)."""
+    out = Rendered()
     executor = create(finding.executor).bind(case_options(case))  # the case's own pass sequence, where it has one
     names = list(executors) or [finding.executor]
     out.title = report_draft.title(finding, names, describe, variant)
     set_index = finding.input_set if finding.input_set < len(case.input_sets) else 0
-    out.case = save_case(case, folder / CASE)
-    script = ""
     if short:
         try:
-            script = render_short(case, finding, executor, out.title, set_index)
-            out.repro = write_file(folder / REPRO, script, executable=True)
-            out.repro_lines = len(script.splitlines())
+            out.repro = render_short(case, finding, executor, out.title, set_index)
         except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
             out.errors.append(f"repro.py: {type(exc).__name__}: {exc}")
     if full:
         try:
             parts = replace(executor.repro_parts(case.graph), describe=describe)
-            text = render_script(case, parts, command, set_index, out.title)
-            out.repro_full = write_file(folder / REPRO_FULL, text, executable=True)
-            script = script or text
+            out.repro_full = render_script(case, parts, command, set_index, out.title)
         except Exception as exc:  # noqa: BLE001 - e.g. an executor without an exporter
             out.errors.append(f"repro_full.py: {type(exc).__name__}: {exc}")
+    script = out.repro or out.repro_full
     if script:
-        name = (out.repro or out.repro_full or Path(REPRO)).name
-        out.report = write_file(folder / REPORT, report_draft.render(case, finding, describe, script, command, out.title,
-                                                                 name, names))
+        name = script_name or (REPRO if out.repro else REPRO_FULL)
+        out.report = report_draft.render(case, finding, describe, script, command, out.title, name, names)
+    return out
+
+
+def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str, Any], command: str,
+                  short: bool = True, full: bool = True, variant: str = "*", executors: Iterable[str] = (),
+                  force: bool = False) -> Artifacts:
+    """Write the case and the scripts of `finding` (on `case`) into `folder`; a file that cannot be written (a
+    directory in its place, a file precfuzz did not write, unless `force`) is named in `errors`, the others are
+    written."""
+    texts = render_finding(case, finding, describe, command, short, full, variant, executors)
+    out = Artifacts(title=texts.title, errors=list(texts.errors))
+    out.repro_lines = len(texts.repro.splitlines()) if texts.repro else None
+
+    def put(name: str, write: Any) -> Path | None:
+        try:
+            return write(folder / name)
+        except OSError as exc:
+            out.errors.append(f"{name}: cannot write {exc.filename or folder / name}: {exc.strerror or exc}")
+            return None
+
+    out.case = put(CASE, lambda p: save_case(case, p, force))
+    if texts.repro is not None:
+        out.repro = put(REPRO, lambda p: write_file(p, texts.repro, "python", executable=True, force=force))
+    if texts.repro_full is not None:
+        out.repro_full = put(REPRO_FULL, lambda p: write_file(p, texts.repro_full, "python", executable=True,
+                                                              force=force))
+    if texts.report is not None:
+        out.report = put(REPORT, lambda p: write_file(p, texts.report, "markdown", force=force))
     return out
 
 

@@ -40,6 +40,11 @@ class ReproParts:
     graph: Graph  # the graph whose declared dtypes the backend promises (the policy graph)
     describe: dict[str, Any]  # executor name, settings, versions
     env: dict[str, str] | None = None  # environment the script must set before importing the backend
+    numeric: Graph | None = None  # the graph whose dtypes the backend computes in (the exact answer and the ideals
+    # are computed on it, its inputs rounded as it declares them); None: `graph`
+    judge_numbers: bool = True  # False: the numbers are shown, not judged (a documented mode's own arithmetic)
+    judge_dtypes: bool = True  # False: the reported dtypes are shown, not judged (a documented mode relabels them)
+    not_judged: str = ""  # why (printed by the script where it does not judge)
 
 
 def _exceeds(spec: dict[str, Any], shape: tuple[int, ...], top: float) -> bool:
@@ -111,26 +116,29 @@ def main():
     for name, out, dtype in zip(OUTPUTS, actual, dtypes):
         want = np.asarray(expected[name], dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
-        declared = OUTPUT_DTYPES[name]
+        declared, computed = OUTPUT_DTYPES[name], COMPUTED_DTYPES[name]
         ideals = [ideal[name], ideal32[name], perturbed[name], ideal32_one_pass[name]]
-        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, ideals, declared,
+        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, ideals, computed,
                                                       {multiplier!r}, {slack!r})
         print(f"{{name}}: dtype {{dtype}} (declared {{declared}}), shape {{list(out.shape)}}", flush=True)
         print("  expected (fp64 reference):", want.ravel()[:4], flush=True)
         print("  actual:                   ", out.ravel()[:4], flush=True)
         if worst >= 0 and out.shape == want.shape:
             print(f"  worst element {{worst}}: expected {{want.ravel()[worst]:.8g}}, got {{out.ravel()[worst]:.8g}}; "
-                  f"max error {{max_ulp:.1f}} ULP of {{declared}}, {{ratio:.3g}}x the allowed error", flush=True)
-        if dtype != declared:
+                  f"max error {{max_ulp:.1f}} ULP of {{computed}}, {{ratio:.3g}}x the allowed error", flush=True)
+        if dtype != declared and JUDGE_DTYPES:
             print(f"  FAIL: output dtype {{dtype}}, declared {{declared}}", flush=True)
             failed = True
-        if mismatch:
+        if not JUDGE_NUMBERS:
+            print(f"  (numbers not judged: {{NOT_JUDGED}})", flush=True)
+        elif mismatch:
             print(f"  FAIL: {{mismatch}} non-finite value(s) where the reference is finite (or the reverse)", flush=True)
             failed = True
         elif ratio > 1.0:
             print("  FAIL: error exceeds {multiplier:g} x the ideal implementation's error + {slack:g} ULP", flush=True)
             failed = True
-    print("BUG REPRODUCED" if failed else "OK: matches the fp64 reference within the bound", flush=True)
+    ok = "OK: matches the fp64 reference within the bound" if JUDGE_NUMBERS else "OK: it runs (all that is judged)"
+    print("BUG REPRODUCED" if failed else ok, flush=True)
     return 1 if failed else 0
 
 
@@ -152,15 +160,17 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
     source encoding (Python reads that only on the first two lines).
     """
     graph = parts.graph
+    numeric = parts.numeric or graph
     desc = parts.describe
     versions = ", ".join(f"{k}=={v}" for k, v in sorted(desc.get("versions", {}).items())) or "unknown"
     settings = ", ".join(f"{k}={v}" for k, v in sorted(desc.get("settings", {}).items())) or "none"
     from .ir import infer
 
-    typed = infer(graph)
+    typed, computed = infer(graph), infer(numeric)
     out_dtypes = {o: typed.values[o].dtype for o in graph.outputs}
-    in_dtypes = {i.name: (i.dtype if i.kind == "tensor" else "float64") for i in graph.inputs}
-    in_kinds = {i.name: i.kind for i in graph.inputs}
+    computed_dtypes = {o: computed.values[o].dtype for o in numeric.outputs}
+    in_dtypes = {i.name: (i.dtype if i.kind == "tensor" else "float64") for i in numeric.inputs}
+    in_kinds = {i.name: i.kind for i in numeric.inputs}
     env_lines = "".join(f"os.environ.setdefault({k!r}, {v!r})\n" for k, v in (parts.env or {}).items())
     about = [title or f"precfuzz repro: {desc.get('name')}", "",
              f"Executor: {desc.get('name')} ({settings})",
@@ -177,11 +187,15 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
         PRELUDE,
         parts.imports.strip() + "\n",
         f"\nBACKEND = {desc.get('name')!r}\nOUTPUTS = {list(graph.outputs)!r}\n"
-        f"INPUT_DTYPES = {in_dtypes!r}\nINPUT_KINDS = {in_kinds!r}\nOUTPUT_DTYPES = {out_dtypes!r}\n",
+        f"INPUT_DTYPES = {in_dtypes!r}\nINPUT_KINDS = {in_kinds!r}\nOUTPUT_DTYPES = {out_dtypes!r}\n"
+        f"COMPUTED_DTYPES = {computed_dtypes!r}  # the dtypes it computes in: the exact answer and the bound's\n"
+        f"JUDGE_NUMBERS, JUDGE_DTYPES = {parts.judge_numbers!r}, {parts.judge_dtypes!r}  # False: shown, not judged\n"
+        f"NOT_JUDGED = {parts.not_judged!r}\n",
         "\n# ---- inputs, regenerated deterministically\n\n" + inputs_code(case, set_index),
         "\n\n" + textwrap.dedent(parts.round_to).strip() + "\n",
-        "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n" + reference_functions(graph).replace("\n\ndef ", "\n\n\ndef "),
-        "\n\n" + render_reference(graph),
+        "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n"
+        + reference_functions(numeric).replace("\n\ndef ", "\n\n\ndef "),
+        "\n\n" + render_reference(numeric),
         "\n\n# ---- the error bound (precfuzz oracles/bounds.py, fuzzer/interpret.py)\n\n" + inspect.getsource(bounds.ulp)
         + "\n\n" + inspect.getsource(bounds.bound_ratio) + "\n\n" + inspect.getsource(backward_perturbation)
         + f"\n\nONE_PASS_MAX_RELATIVE = {ONE_PASS_MAX_RELATIVE!r}\n\n\n" + inspect.getsource(meaningful),

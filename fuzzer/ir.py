@@ -333,13 +333,13 @@ def load_case(path: str | Path) -> Case:
     return parse_case(text, str(path))
 
 
-def save_case(case: Case, path: str | Path) -> Path:
-    """Write a case as pretty, key-sorted JSON (byte-identical for equal cases)."""
-    from .outfiles import (
-        replace_file,  # refuses a device, FIFO or directory in its place; follows a symlink
-    )
+def save_case(case: Case, path: str | Path, force: bool = False) -> Path:
+    """Write a case as pretty, key-sorted JSON (byte-identical for equal cases) with precfuzz's generated header:
+    never over a device, FIFO or directory, nor over a file precfuzz did not write unless `force`."""
+    from .outfiles import replace_file
 
-    return replace_file(path, json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n", sync=False)
+    return replace_file(path, json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n", sync=False,
+                        style="json", force=force)
 
 
 # ---------------------------------------------------------------- typing

@@ -28,7 +28,7 @@ from . import __version__
 from .dtypes import FLOAT_FORMATS, LOW_PRECISION, is_float
 from .executors.base import Executor
 from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
-from .executors.tvm_exec import TVMExecutor, render_passes
+from .executors.tvm_exec import NO_TORCH, TVMExecutor, render_passes
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
 from .identifiers import literal, value_identifiers
@@ -457,7 +457,8 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     as_f64 = {d: "float64" if is_float(d) else d for d in declared}
     passes = render_passes(ex.passes)
     fallback = ["DecomposeOpsForTraining" if training else "DecomposeOpsForInference"] if accuracy and not exact else []
-    lines = (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm", "from tvm import relax as R"]
+    lines = [NO_TORCH] + (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm",
+                                                                     "from tvm import relax as R"]
     if ex.passes:
         lines.append(f"PASSES = {passes}  # applied before tvm.compile; [] is TVM's default pipeline")
     if accuracy:

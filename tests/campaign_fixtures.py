@@ -13,3 +13,13 @@ def fault_stream(seed: int, index: int) -> Case:
     op = ["exp", "neg"][index % 2]
     graph = Graph((x, f), (Node("m", "mul", ("x", "fault")), Node("y", op, ("m",))), ("y",))
     return Case(graph, ({},), {"generator": "fault_stream", "seed": seed, "index": index, "family": "faults"})
+
+
+def twin_stream(seed: int, index: int) -> Case:
+    """Cases 0 and 1 return wrong values on debug/faults for float16 and bfloat16 inputs: two findings (two
+    signatures) of one bug (one key: the class float16/bfloat16); the rest are clean."""
+    dtype = {0: "float16", 1: "bfloat16"}.get(index, "float32")
+    x = Input("x", (4,), dtype, init={"dist": "normal", "seed": seed * 1000 + index})
+    f = Input("fault", (1,), "float32", init={"dist": "constant", "value": 5.0 if index < 2 else 0.0})
+    graph = Graph((x, f), (Node("y", "mul", ("x", "fault")),), ("y",))
+    return Case(graph, ({},), {"generator": "twin_stream", "seed": seed, "index": index, "family": "faults"})

@@ -725,7 +725,7 @@ def test_adversarial4_writers_never_replace_a_special_file_and_leave_no_temp_fil
                 write(target)
     assert fifo.is_fifo() and (tmp_path / "dir").is_dir()
     # a symlink is written through: its target gets the case, the link stays a link
-    (tmp_path / "real.json").write_text("old")
+    save_case(example("mul"), tmp_path / "real.json")  # (a file precfuzz did not write is kept: issue 24)
     (tmp_path / "link.json").symlink_to("real.json")
     save_case(example("add"), tmp_path / "link.json")
     assert (tmp_path / "link.json").is_symlink() and json.loads((tmp_path / "real.json").read_text())["nodes"]

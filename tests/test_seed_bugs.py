@@ -64,5 +64,6 @@ def test_exported_tvm_script_fails_alone_and_passes_on_the_default_pipeline(tmp_
     assert fixed.read_text() != text
     run = subprocess.run([sys.executable, "-I", str(fixed)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
-    draft = report.read_text()
+    header, draft = report.read_text().split("\n", 1)  # precfuzz's generated header, then the draft
+    assert header.startswith("<!-- precfuzz-generated sha256:")
     assert draft.startswith("# [TVM] float16 layer_norm") and "(tvm/decompose)" in draft.splitlines()[0] and "## Steps to reproduce" in draft and "tvm" in draft

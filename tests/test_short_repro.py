@@ -72,7 +72,8 @@ def xla_dtype_case() -> Case:
 
 def test_tvm_one_node_bound_bug_is_short_and_fails_alone_then_passes_without_the_pass(tmp_path: Path) -> None:
     path, text = script_for(load_case(TVM_SEED), finding("error-bound", "tvm/decompose", ["layer_norm"]), tmp_path)
-    assert len(text.splitlines()) <= 47, text  # 40 + the bound in ULPs (3) + controls that may not build (4)
+    assert len(text.splitlines()) <= 48, text  # 40 + the bound in ULPs (3) + controls that may not build (4) + torch
+    # kept out of `import tvm` (1: issue 24)
     standalone(text)
     assert 'PASSES = ["DecomposeOpsForTraining"]' in text
     proc = run_alone(path)
@@ -86,7 +87,7 @@ def test_tvm_one_node_bound_bug_is_short_and_fails_alone_then_passes_without_the
 def test_tvm_status_script_has_no_dtype_tables(tmp_path: Path) -> None:
     case = load_case(TVM_SEED)
     _, text = script_for(case, finding("status-divergence", "tvm/default", ["layer_norm"]), tmp_path)
-    assert len(text.splitlines()) <= 32, text
+    assert len(text.splitlines()) <= 33, text  # (+1: torch kept out of `import tvm`, issue 24)
     assert "DECLARED" not in text and "T[" not in text and "R.TensorType([1, 4096], 'float16')" in text
 
 

@@ -98,7 +98,10 @@ def test_smoke_out_is_created_or_emptied_only_when_smoke_made_it(tmp_path: Path)
     outside.mkdir()
     (outside / "keep.txt").write_text("precious")
     (new / "link").symlink_to(outside, target_is_directory=True)
-    fresh_out(new)  # a directory an earlier smoke run made: emptied (a symlink is removed, not followed)
+    with pytest.raises(UsageError, match="'link', which precfuzz smoke did not write"):  # issue 24: not smoke's
+        fresh_out(new)
+    (new / "link").unlink()
+    fresh_out(new)  # a directory an earlier smoke run made: emptied of the campaign's files
     assert [p.name for p in new.iterdir()] == [MARKER] and (outside / "keep.txt").read_text() == "precious"
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -127,3 +130,16 @@ def test_smoke_does_not_empty_a_directory_another_run_holds(tmp_path: Path) -> N
         assert (out / "state.json").exists()
     finally:
         store.unlock()
+
+
+def test_a_baseline_that_is_a_fifo_or_device_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """Issue 24's hostile pass: `smoke --baseline FIFO` blocked until killed (no answer in 60 s)."""
+    import os
+
+    from fuzzer.campaign.smoke import load_baseline
+
+    os.mkfifo(tmp_path / "kf.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for name, what in (("kf.json", "a FIFO"), ("zero.json", "a device")):
+        with pytest.raises(ValueError, match=f"is {what}, not a file"):
+            load_baseline(tmp_path / name)

@@ -210,12 +210,13 @@ def test_xla_native_repro_is_standalone_and_device_neutral(seed: Case, tmp_path:
 
 
 @pytest.mark.slow
-def test_legacy_repro_reports_float32_with_bf16_error(seed: Case, tmp_path: Path) -> None:
+def test_legacy_repro_reports_float32_and_bf16_numbers_without_judging_them(seed: Case, tmp_path: Path) -> None:
     path = tmp_path / "repro_legacy.py"
     path.write_text(render_script(seed, create("xla/legacy-bf16").repro_parts(seed.graph), "pytest"))
-    done = _run_script(path)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert "dtype float32 (declared float32)" in done.stdout and "FAIL: error exceeds" in done.stdout
+    done = _run_script(path)  # issue 24: it said BUG REPRODUCED (3.67e3x against float32 ideals) where check is clean
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "dtype float32 (declared float32)" in done.stdout and "FAIL" not in done.stdout
+    assert "ULP of bfloat16" in done.stdout and "numbers not judged: XLA_USE_BF16=1" in done.stdout
 
 
 # ---------------------------------------------------------------- per-op matrix: fp16/bf16 norms, convs, softmax, matmul

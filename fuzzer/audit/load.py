@@ -55,8 +55,8 @@ def load_model(path: Path, func: str, stage: Callable[[str], None] = lambda _: N
     try:
         spec.loader.exec_module(mod)
     except SystemExit as exc:  # the model file must not decide the audit's exit status
-        raise AuditInputError(f"{path}: importing it called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # noqa: BLE001 - the user's file raised
+        raise AuditInputError(f"{path}: importing it called sys.exit({_code(exc)})") from None
+    except BaseException as exc:  # noqa: BLE001 - the user's file raised (KeyboardInterrupt too: see capture_isolated)
         raise AuditInputError(f"{path}: importing it raised {type(exc).__name__}: {_first(exc)}") from None
     fn = getattr(mod, func, None)
     if not callable(fn):
@@ -65,8 +65,8 @@ def load_model(path: Path, func: str, stage: Callable[[str], None] = lambda _: N
     try:
         made = fn()
     except SystemExit as exc:
-        raise AuditInputError(f"{path}:{func}() called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # noqa: BLE001
+        raise AuditInputError(f"{path}:{func}() called sys.exit({_code(exc)})") from None
+    except BaseException as exc:  # noqa: BLE001
         raise AuditInputError(f"{path}:{func}() raised {type(exc).__name__}: {_first(exc)}") from None
     if not (isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module)
             and isinstance(made[1], tuple)):
@@ -130,6 +130,8 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
+    ours = _children()  # this process's children before the model's: never touched
+    reaper = _subreaper(True)  # orphans of the model's processes (a new session too) become our children
     pid = os.fork()
     if pid == 0:  # the child: never returns, whatever the model does
         code = 0
@@ -152,11 +154,13 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
             except AuditInputError as exc:
                 message = ("bad", str(exc))
             except SystemExit as exc:
-                message = ("bad", f"{path}: the model called sys.exit({exc.code!r}) while it was exported")
-            except KeyboardInterrupt:
-                message = ("bad", "interrupted")
-            except BaseException as exc:  # noqa: BLE001 - an internal error, re-raised in the parent
+                message = ("bad", f"{path}: the model called sys.exit({_code(exc)}) while it was exported")
+            except Exception as exc:  # noqa: BLE001 - precfuzz's own code failed: an internal error in the parent
                 message = ("internal", f"{type(exc).__name__}: {_first(exc)}", traceback.format_exc())
+            except BaseException as exc:  # noqa: BLE001 - only the model raises these (KeyboardInterrupt too: this
+                # process has its own group, so a Ctrl-C at the terminal reaches the audit, not it)
+                message = ("bad", f"{path}: the model raised {type(exc).__name__}: {_first(exc)} while it was "
+                                  "exported")
             try:
                 data = b"R" + pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # noqa: BLE001 - a translation that does not pickle is precfuzz's bug
@@ -176,15 +180,15 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     try:
-        status = _collect(pid, read_fd, chunks, deadline)
-        if status is None:
+        if not _collect(pid, read_fd, chunks, deadline):
             raise AuditInputError(f"{path}: {_stage(chunks, func)} did not finish within {timeout:g} s "
                                   f"(--timeout); the model was stopped")
-    except BaseException:
-        _kill(pid)
-        raise
-    finally:
+    finally:  # whatever the outcome: the model's process group, and every process it left, ends here
         os.close(read_fd)
+        status = _kill(pid)
+        _end_orphans(ours)
+        if reaper:
+            _subreaper(False)
     data = b"".join(chunks)
     _, sep, body = data.partition(b"R")
     try:  # from our own child, which ran only precfuzz's code and the user's model
@@ -208,13 +212,14 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
                           f"as os._exit({code}) does)")
 
 
-def _collect(pid: int, fd: int, chunks: list[bytes], deadline: float) -> int | None:
-    """Read the child's pipe into chunks until the child ends; its wait status, or None at the deadline."""
+def _collect(pid: int, fd: int, chunks: list[bytes], deadline: float) -> bool:
+    """Read the child's pipe into chunks until the child ends (True; it is left to reap, so that its pid, which names
+    the model's process group, cannot be taken by another process meanwhile) or the deadline passes (False)."""
     eof = False
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return None
+            return False
         ready = select.select([fd], [], [], min(left, 0.05 if eof else 1.0))[0] if not eof else []
         if ready:
             chunk = os.read(fd, 1 << 20)
@@ -223,13 +228,12 @@ def _collect(pid: int, fd: int, chunks: list[bytes], deadline: float) -> int | N
             continue
         if eof:
             time.sleep(min(left, 0.01))
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
             while not eof and select.select([fd], [], [], 0)[0]:  # what it wrote just before it ended
                 chunk = os.read(fd, 1 << 20)
                 eof = not chunk
                 chunks.append(chunk)
-            return status
+            return True
 
 
 def _stage(chunks: list[bytes], func: str) -> str:
@@ -255,19 +259,83 @@ def _die_with_parent() -> None:
         pass
 
 
-def _kill(pid: int) -> None:
-    """End the child's process group (the model's child processes too) and reap the child."""
+def _kill(pid: int) -> int:
+    """End the child's process group (the model's child processes too) and reap the child (not reaped yet, so its
+    pid is still its own); its wait status."""
     for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
             kill()
         except (ProcessLookupError, PermissionError):
             continue
     try:
-        os.waitpid(pid, 0)
+        return os.waitpid(pid, 0)[1]
     except ChildProcessError:
-        pass
+        return 0
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _subreaper(on: bool) -> bool:
+    """Linux: make this process the reaper of its descendants' orphans (or stop); True where that worked."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> set[int]:
+    """Pids whose parent is this process (from /proc; empty where there is none)."""
+    me, out = os.getpid(), set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    stat = fh.read().decode(errors="replace")
+            except OSError:
+                continue
+            fields = stat[stat.rfind(")") + 2:].split()  # after the command name, which may hold spaces
+            if len(fields) > 1 and fields[1] == str(me):
+                out.add(int(entry))
+    return out
+
+
+def _end_orphans(ours: set[int], rounds: int = 50) -> None:
+    """End every process the model left that became our child (with the subreaper on: whatever it started, in any
+    session or group), and theirs as they are orphaned in turn; reap them all. `ours`: children not the model's."""
+    for _ in range(rounds):
+        left = _children() - ours
+        if not left:
+            return
+        for pid in left:
+            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                try:
+                    kill()
+                except (ProcessLookupError, PermissionError):
+                    pass
+        for pid in left:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def _first(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
+    try:
+        lines = str(exc).strip().splitlines()
+    except BaseException:  # noqa: BLE001 - the model's own exception class may fail to print
+        return "(its message cannot be printed)"
     return (lines[0] if lines else "")[:200]
+
+
+def _code(exc: SystemExit) -> str:
+    try:
+        return repr(exc.code)[:100]
+    except BaseException:  # noqa: BLE001
+        return "..."

@@ -78,8 +78,9 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
 
 
 def minimize_bugs(verdict: Verdict, scenarios: list[Scenario], checker: Checker, out_dir: Path, command: str,
-                  budget_s: float, limit: int, log: Callable[[str], None]) -> None:
-    """Minimize each backend bug (up to `limit`) and write its case and repro under out_dir/bugs/<id>/."""
+                  budget_s: float, limit: int, log: Callable[[str], None], force: bool = False) -> None:
+    """Minimize each backend bug (up to `limit`) and write its case and repro under out_dir/bugs/<id>/ (replacing
+    only files precfuzz wrote there, unless `force`)."""
     done = 0
     for bug in verdict.bugs:
         if done >= limit:
@@ -97,7 +98,9 @@ def minimize_bugs(verdict: Verdict, scenarios: list[Scenario], checker: Checker,
         final = result.finding or finding
         case = result.case if result.finding else sc.result.case
         art = write_finding(out_dir / "bugs" / final.short_id, case, final,
-                            checker.pool.describe(final.executor), command)
+                            checker.pool.describe(final.executor), command, force=force)
+        for error in art.errors:
+            log(f"  not written: {error}")
         bug.repro = str(art.repro or art.repro_full) if (art.repro or art.repro_full) else None
         bug.case = str(art.case) if art.case else None
         done += 1

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracles.bugs import bug_id
+from oracles.bugs import bug_id, bug_key, error_family
+from oracles.findings import Finding
 
 KIND_ORDER = {"backend-bug": 0, "model-hazard": 1, "unsupported": 2}
 
@@ -66,12 +67,26 @@ class BugBook:
     def __init__(self, records: list[dict[str, Any]] | None = None) -> None:
         self.bugs: dict[str, Bug] = {}
         self.by_key: dict[str, str] = {}
+        self.revived: list[str] = []  # bugs merged into one that is missing (or into themselves): live again
         for rec in records or []:
             bug = Bug.from_record(rec)
             self.bugs[bug.bug] = bug
+        for bug in self.bugs.values():
+            seen = {bug.bug}
+            bid = bug.merged_into
+            while bid is not None and bid in self.bugs and bid not in seen:
+                seen.add(bid)
+                bid = self.bugs[bid].merged_into
+            if bid is not None:  # a chain that ends nowhere, or loops: no live bug would hold its keys
+                bug.merged_into = None
+                self.revived.append(bug.bug)
+        for bug in self.bugs.values():
             if bug.merged_into is None:
                 for k in [bug.key, *bug.aliases]:
                     self.by_key[k] = bug.bug
+        for bug in self.bugs.values():  # a merged bug's keys lead to the bug it is in (find follows merged_into)
+            for k in [bug.key, *bug.aliases]:
+                self.by_key.setdefault(k, bug.bug)
 
     def live(self) -> list[Bug]:
         """Bugs not merged into another, in discovery order."""
@@ -130,3 +145,61 @@ class BugBook:
     def records(self) -> list[dict[str, Any]]:
         """Every bug (merged ones too, so ids stay resolvable) as JSON-able records."""
         return [b.record() for b in self.bugs.values()]
+
+    def holder(self, bid: str) -> Bug | None:
+        """The live bug that bug `bid` is (or was merged into); None when the book has no such bug."""
+        bug = self.bugs.get(bid)
+        while bug is not None and bug.merged_into is not None:
+            bug = self.bugs.get(bug.merged_into)
+        return bug
+
+    def rebuild(self, findings: list[dict[str, Any]]) -> list[str]:
+        """Open the bugs that findings.jsonl names (each finding names its bug) but the book lacks (bugs.jsonl lost,
+        or a line of it quarantined), from their findings in discovery order; the ids opened."""
+        known = {s for b in self.bugs.values() for s in b.signatures}
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for rec in findings:
+            if rec["signature"] in known or self.holder(str(rec.get("bug", ""))) is not None:
+                continue
+            finding = finding_of(rec)
+            key = str(rec.get("bug_key") or key_for(finding, str(rec.get("bug", ""))))
+            other = self.find(key) if not rec.get("bug") else None
+            if other is not None:  # a finding recorded without its bug's id, of a bug the book has
+                other.signatures.append(rec["signature"])
+                other.count += int(rec.get("count", 1))
+                continue
+            groups.setdefault(str(rec.get("bug") or bug_id(key)), []).append({**rec, "bug_key": key})
+        for bid, recs in groups.items():
+            first = finding_of(recs[0])
+            keys = list(dict.fromkeys(r["bug_key"] for r in recs))
+            bug = Bug(bid, keys[0], str(recs[0].get("title", "")), first.kind, first.backend, list(first.ops),
+                      error_family(first), recs[0]["signature"], [r["signature"] for r in recs],
+                      list(dict.fromkeys(r["executor"] for r in recs)),
+                      first_seen_s=min(float(r.get("first_seen_s", 0.0)) for r in recs),
+                      count=sum(int(r.get("count", 1)) for r in recs), aliases=keys[1:])
+            bug.note = "rebuilt from findings.jsonl (bugs.jsonl lacked it)"
+            self.bugs[bid] = bug
+            for k in keys:
+                self.by_key.setdefault(k, bid)
+        return list(groups)
+
+    def representatives(self, bug: Bug, findings: dict[str, dict[str, Any]]) -> list[str]:
+        """Signatures of `bug`'s findings that `findings` (signature -> record) holds, its representative first, then
+        the others in the bug's order, then findings that name the bug but that its list lacks."""
+        out = [bug.representative, *bug.signatures]
+        out += [s for s, r in findings.items() if self.holder(str(r.get("bug", ""))) is bug]
+        return [s for s in dict.fromkeys(out) if s in findings]
+
+
+def finding_of(rec: dict[str, Any]) -> Finding:
+    """The Finding a findings.jsonl record describes (enough of it to key it and title it)."""
+    return Finding(rec["oracle"], rec["executor"], list(rec["ops"]), list(rec["dtypes"]), str(rec.get("error_class", "")),
+                   str(rec.get("message", "")), kind=str(rec.get("kind", "backend-bug")),
+                   details=dict(rec.get("details") or {}))
+
+
+def key_for(finding: Finding, bid: str) -> str:
+    """The bug key of a finding recorded without one: the key whose id is `bid` (the bug it was counted into, keyed
+    pipeline-specific or not), else its key without the pipeline test."""
+    keys = [bug_key(finding, specific) for specific in (None, True, False)]
+    return next((k for k in keys if bug_id(k) == bid), keys[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..executors.tvm_exec import PIPELINES
-from ..outfiles import replace_file
+from ..outfiles import claim, replace_file
 from .store import CampaignStore
 
 
@@ -36,7 +37,17 @@ def ratio_table(runs: pd.DataFrame) -> pd.DataFrame:
     return ok.groupby(["executor", "op", "out_dtype"], as_index=False)["ratio"].max()
 
 
-def heatmap(table: pd.DataFrame, path: Path) -> bool:
+REPORT, HEATMAP, TIMELINE = "report.md", "error_ratio_heatmap.png", "bugs_over_time.png"  # what a report writes
+
+
+def _save_png(fig: Any, path: Path, force: bool) -> None:
+    """The figure as PNG at `path`, through the one safe writer (the directory's manifest proves it is ours)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    replace_file(path, buf.getvalue(), sync=False, manifest=True, force=force)
+
+
+def heatmap(table: pd.DataFrame, path: Path, force: bool = False) -> bool:
     """One heatmap panel per executor of log10(worst ratio); False when there is nothing to plot."""
     if table.empty:
         return False
@@ -59,14 +70,16 @@ def heatmap(table: pd.DataFrame, path: Path) -> bool:
                 ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=5)
     fig.colorbar(im, ax=axes[0].tolist(), label="log10 worst error / allowed error (>0 is a finding)")
     fig.suptitle("Worst error ratio by op and output dtype")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        _save_png(fig, path, force)
+    finally:
+        plt.close(fig)
     return True
 
 
-def timeline(bugs: list[dict[str, Any]], path: Path) -> bool:
+def timeline(bugs: list[dict[str, Any]], path: Path, force: bool = False) -> bool:
     """Cumulative bugs over campaign time, one step line per kind; False when there are none."""
-    live = [b for b in bugs if not b.get("merged_into") and b.get("first_seen_s") is not None]
+    live = _dated(bugs)
     if not live:
         return False
     plt = _plt()
@@ -79,9 +92,16 @@ def timeline(bugs: list[dict[str, Any]], path: Path) -> bool:
     ax.set_ylabel("bugs found")
     ax.legend(fontsize=7)
     ax.set_title("Bugs over time")
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        _save_png(fig, path, force)
+    finally:
+        plt.close(fig)
     return True
+
+
+def _dated(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The live bugs the timeline plots."""
+    return [b for b in bugs if not b.get("merged_into") and b.get("first_seen_s") is not None]
 
 
 def _fmt(v: Any) -> str:
@@ -147,15 +167,21 @@ def pass_section(live: list[dict[str, Any]]) -> list[str]:
     return lines + [""]
 
 
-def write_report(root: Path) -> Path:
-    """Write root/report.md and its PNGs; returns the report path."""
+def write_report(root: Path, force: bool = False) -> Path:
+    """Write root/report.md and its PNGs; returns the report path. A file in their place that precfuzz did not
+    write is kept (outfiles.NotOurs) unless `force`."""
     store = CampaignStore(root, read_only=True)  # a report changes no campaign file
     findings = store.load_findings()
     bugs = store.load_bugs()
     runs = store.load_runs()
     state = store.load_state() or {}
-    has_heat = heatmap(ratio_table(runs), root / "error_ratio_heatmap.png")
-    has_time = timeline(bugs, root / "bugs_over_time.png")
+    table = ratio_table(runs)
+    for name, proof, made in ((REPORT, False, True), (HEATMAP, True, not table.empty),
+                              (TIMELINE, True, bool(_dated(bugs)))):  # each file it will write, before any is
+        if made:
+            claim(root / name, force, manifest=proof)
+    has_heat = heatmap(table, root / HEATMAP, force)
+    has_time = timeline(bugs, root / TIMELINE, force)
     lines = [f"# precfuzz campaign report: {root.name}", "",
              "precfuzz runs generated op graphs on several backends. PyTorch eager on the CPU, running the program of "
              "each precision policy, says which status and dtypes are right; the numbers are compared with a float64 "
@@ -177,12 +203,12 @@ def write_report(root: Path) -> Path:
         lines += [f"| {ex} | " + " | ".join(str(int(v)) for v in row) + " |" for ex, row in counts.iterrows()]
         lines.append("")
     if has_heat:
-        lines += ["## Worst error ratio by op and dtype", "", "![heatmap](error_ratio_heatmap.png)", "",
+        lines += ["## Worst error ratio by op and dtype", "", f"![heatmap]({HEATMAP})", "",
                   "Each cell is the worst error / allowed error seen for that op with that output dtype; above 1 (red) "
                   "is a finding. An out-of-bound result counts only for the op its finding was localized on; a clean "
                   "result counts for every op of its graph.", ""]
     if has_time:
-        lines += ["## Bugs over time", "", "![timeline](bugs_over_time.png)", ""]
+        lines += ["## Bugs over time", "", f"![timeline]({TIMELINE})", ""]
     lines += ["## Findings (the detailed record: one per signature)", ""]
     if findings:
         lines += ["| # | bug | oracle | executor | ops | dtypes | ratio | max ULP | count | first seen (s) | case | repro | report |",
@@ -197,6 +223,6 @@ def write_report(root: Path) -> Path:
         lines += [f"{k}. `{f['signature']}`: {f['message']}" for k, f in enumerate(findings, 1)]
     else:
         lines.append("No findings.")
-    out = root / "report.md"
-    replace_file(out, "\n".join(lines) + "\n", sync=False)  # never a device or FIFO in its place
+    out = root / REPORT
+    replace_file(out, "\n".join(lines) + "\n", sync=False, style="markdown", force=force)
     return out

@@ -29,11 +29,11 @@ from oracles.findings import Finding
 from ..artifacts import REPRO_FULL, run_script, write_finding
 from ..check import SEMANTIC_ORACLE, Checker, CheckResult
 from ..executors import ORACLE_EXECUTORS, create
-from ..ir import Case, load_case, save_case
+from ..ir import Case, IRError, load_case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
 from ..outcome import compile_seconds, compiles
-from ..outfiles import not_regular
+from ..outfiles import MANIFEST, kind_of, not_regular
 from .bug_book import KIND_ORDER, Bug, BugBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .progress import Progress, Snapshot
@@ -48,12 +48,24 @@ from .schedule import (
     valid_result,
 )
 from .state import STATE_VERSION, CampaignState
-from .store import BUGS, FINDINGS, CampaignStore, StoreError, atomic_write, dumps
+from .store import (
+    BUGS,
+    FINDINGS,
+    CampaignStore,
+    RunsJournal,
+    StoreError,
+    atomic_write,
+    dumps,
+)
 
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
 ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
 MAX_LOST = 1_000_000  # finished cases whose results may be missing from arm-results.jsonl (each is run again)
+FOLDERS = {"findings": "findings' cases and scripts", "bugs": "bugs' minimized cases and scripts",
+           "logs": "backend workers' logs"}  # (runs.parquet: the store checks it)
+ORIGINAL = "original.json"  # findings/<id>/original.json: a finding's case as generated
+DAMAGED_FILES = "damaged-files.jsonl"  # campaign files found damaged or missing, and what was done (re-derived, set aside)
 SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
 
 
@@ -168,13 +180,22 @@ class Campaign:
             raise
 
     def _check_files(self) -> None:
-        """Before any case runs: each campaign file that exists is a regular file (a directory, FIFO or device in
-        its place would only fail, or block, when first written, after the work it records was done)."""
-        for name in (SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS,  # the store checks state and findings
-                     *(f"{n}.damaged" for n in (FINDINGS, BUGS, ARM_RESULTS))):
-            what = not_regular(self.store.root / name)
+        """Before any case runs: each campaign file that exists is a regular file and each campaign folder a
+        directory (a directory, FIFO or device in a file's place, or a file in a folder's, would only fail, or
+        block, when first written, after the work it records was done)."""
+        root = self.store.root
+        for name in (SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, DAMAGED_FILES, MANIFEST,  # the store
+                     *(f"{n}.damaged" for n in (FINDINGS, BUGS, ARM_RESULTS))):  # checks state and findings
+            what = not_regular(root / name)
             if what is not None:
-                raise CampaignError(f"{self.store.root / name} is {what}, not a regular file; move it away to go on")
+                raise CampaignError(f"{root / name} is {what}, not a regular file; move it away to go on")
+        for name in FOLDERS:
+            path = root / name
+            if (path.exists() or path.is_symlink()) and not path.is_dir():
+                what = "a link to nothing" if not path.exists() else (
+                    "a file" if path.is_file() else kind_of(path.stat().st_mode))
+                raise CampaignError(f"{path} is {what}, not a directory (it holds the campaign's {FOLDERS[name]}); "
+                                    "move it away to go on")
 
     def _open_lanes(self) -> Lanes:
         """Local lanes, or Ray lanes started and ready on the cluster (CampaignError if they cannot start)."""
@@ -220,6 +241,8 @@ class Campaign:
         self.state.counts = {s: r["count"] for s, r in self.records.items()}
         self.state.invocations += 1
         self.book = BugBook(self.store.load_bugs())
+        self._repair_bugs()
+        self._recover_runs()
         self.todo_pending: list[int] = sorted(int(i) for i in self.state.pending)
         self.in_flight: set[int] = set()
         seeds = sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else []
@@ -228,6 +251,64 @@ class Campaign:
         self.stop_reason = ""
         self.t_start = time.monotonic()
         self.elapsed_before = float(self.state.elapsed_s)
+
+    def _damaged(self, what: str, path: Path | str | None, problem: str, action: str) -> None:
+        """Say that a campaign file is damaged or missing and what was done about it: a warning line and a record in
+        damaged-files.jsonl."""
+        rec = {"t": round(self.elapsed(), 3) if hasattr(self, "t_start") else 0.0, "what": what,
+               "path": str(path) if path is not None else None, "problem": problem, "action": action}
+        try:
+            self.store.append_record(DAMAGED_FILES, rec)
+        except OSError as exc:  # the record is a courtesy: the warning still says it
+            problem += f" (and {DAMAGED_FILES} cannot be written: {exc.strerror})"
+        self.progress.warn(f"{what}: {problem}; {action} (kept in {DAMAGED_FILES})")
+
+    def _repair_bugs(self) -> None:
+        """Re-derive what a resume can: bugs findings.jsonl names that bugs.jsonl lacks (rebuilt from their
+        findings), a representative whose finding record is gone (another finding of the bug), a merge into a bug
+        that is gone (live again)."""
+        for bid in self.book.revived:
+            self._damaged(f"bug {bid}", self.store.root / BUGS, "it was merged into a bug bugs.jsonl lacks",
+                          "it is a bug of its own again")
+        rebuilt = self.book.rebuild([self.records[s] for s in self.order])
+        if rebuilt:
+            self._damaged(f"{len(rebuilt)} bug(s)", self.store.root / BUGS,
+                          f"findings.jsonl names them but bugs.jsonl lacks them ({', '.join(rebuilt[:5])}"
+                          f"{', ...' if len(rebuilt) > 5 else ''})", "rebuilt from their findings (they are minimized "
+                          "again)")
+        for bug in self.book.live():
+            if bug.representative in self.records:
+                continue
+            others = self.book.representatives(bug, self.records)
+            if others:
+                self._damaged(f"bug {bug.bug}", self.store.root / FINDINGS,
+                              f"its representative finding is not in findings.jsonl ({bug.representative})",
+                              f"represented by another of its findings ({others[0]})")
+                bug.representative = others[0]
+        self.dirty = True
+
+    def _recover_runs(self) -> None:
+        """Seal the per-test rows a killed run journaled (the rows of cases the saved state counts; the others run
+        again), then make state.json's test count the rows runs.parquet holds."""
+        pending = {str(i) for i in self.state.pending}
+        done = {f"seed:{name}" for name in self.state.seeds_done}
+
+        def counted(item: str) -> bool:
+            if item.startswith("seed:"):
+                return item in done
+            return item.isdigit() and int(item) < self.state.next_index and item not in pending
+
+        self.store.recover_runs(counted)
+        if self.state.invocations > 1 or self.store.runs_dir.exists():
+            rows, aside = self.store.count_runs()
+            for path, why in aside:
+                self._damaged("runs.parquet", path, f"a chunk cannot be read ({why})",
+                              f"set aside as {path.name}, its rows not counted")
+            if rows != self.state.tests:
+                self._damaged("state.json", self.store.root / "state.json",
+                              f"it counts {self.state.tests} tests but runs.parquet holds {rows} rows",
+                              f"counting {rows}, the rows kept")
+                self.state.tests = rows
 
     def elapsed(self) -> float:
         """Campaign seconds across all invocations (first_seen_s is measured on this clock)."""
@@ -431,9 +512,8 @@ class Campaign:
 
     def _lane(self, lane: int) -> None:
         runner = self.lanes.open(lane)
+        journal = self.store.journal()  # a case's rows are written here before its tests are counted
         try:
-            rows: list[dict[str, Any]] = []
-            last_rows = time.monotonic()
             for kind, item, case, reserved, executors in self._items(lane):
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
                 try:
@@ -445,7 +525,7 @@ class Campaign:
                     continue
                 except Exception as exc:  # noqa: BLE001 - precfuzz's own bug on one case must not end the campaign
                     result = self._internal_error(label, case, exc)
-                rows += self._rows(result, label)
+                journal.append(self._rows(result, label))
                 keys = case_keys(result.findings, result.outcomes)
                 for finding in result.findings:
                     self._handle(finding, keys[finding.signature], result, runner)
@@ -468,12 +548,18 @@ class Campaign:
                     self.dirty = True
                     self.alive[lane] = runner.alive()
                     self.restarts[lane] = runner.restarts()
-                if len(rows) >= 500 or time.monotonic() - last_rows > 30:
-                    self.store.append_runs(rows)
-                    rows, last_rows = [], time.monotonic()
-            self.store.append_runs(rows)
+                if len(journal.rows) >= 500 or time.monotonic() - journal.since > 30:
+                    self._seal(journal)
+            self._seal(journal)
         finally:
             runner.close()
+
+    def _seal(self, journal: RunsJournal) -> None:
+        """Save the state (which counts the journal's rows), then turn the journal into a parquet chunk: a chunk
+        never holds a row the saved state does not count."""
+        if journal.rows:
+            self.flush(force=True)
+            journal.seal()
 
     def _lane_lost(self, lane: int, label: str, why: str, runner: Lane) -> bool:
         """Record a lost lane (its case is already re-queued) and replace it; False when the lane ends."""
@@ -563,8 +649,13 @@ class Campaign:
                 return
             self.claimed[sig] = 1
         folder = self.store.root / "findings" / finding.short_id
-        save_case(result.case, folder / "original.json")
-        record = self._save(finding, result.case, pool, folder, seen_s, bug.bug)
+        try:
+            original: Path | None = save_case(result.case, folder / ORIGINAL)
+        except OSError as exc:  # the finding is still counted and recorded; only its case file is missing
+            original = None
+            self._damaged(f"finding {finding.short_id}", exc.filename or folder / ORIGINAL,
+                          f"its case cannot be saved ({exc.strerror or exc})", "the finding is recorded without it")
+        record = self._save(finding, result.case, pool, folder, seen_s, bug.bug, key, original)
         with self.lock:
             record["count"] = self.claimed.pop(sig)
             self.records[sig] = record
@@ -584,7 +675,7 @@ class Campaign:
             self.to_minimize.put((KIND_ORDER.get(bug.kind, 3), self.queued, bug.bug))
 
     def _save(self, finding: Finding, case: Case, pool: Lane | ExecutorPool, folder: Path, first_seen: float,
-              bug: str) -> dict[str, Any]:
+              bug: str, key: str, original: Path | None) -> dict[str, Any]:
         """Write the finding's raw case and its full-oracle script; return its record (count 1)."""
         art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
                             f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}", short=False)
@@ -595,8 +686,9 @@ class Campaign:
             "error_class": finding.error_class, "against": finding.against, "ratio": finding.ratio,
             "max_ulp": finding.max_ulp, "message": finding.message, "node": finding.node, "title": art.title,
             "case": rel(art.case), "case_id": case.id, "nodes": len(case.graph.nodes), "repro": rel(art.repro_full),
-            "report": rel(art.report), "original": rel(folder / "original.json"), "count": 1,
-            "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "input_set": finding.input_set,
+            "report": rel(art.report), "original": rel(original), "count": 1,
+            "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "bug_key": key,
+            "input_set": finding.input_set,
             "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix", "culprit_pass",
                                                                                 "passes")},
         }
@@ -617,14 +709,17 @@ class Campaign:
             bug = self.book.bugs[bid]
             if bug.merged_into or bug.minimized:
                 return
-            rec = dict(self.records[bug.representative])
+            recs = [dict(self.records[s]) for s in self.book.representatives(bug, self.records)]
         budget = self.cfg.minimize_budget_s
         if self.cfg.time_s is not None:
             budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
         if budget < 5.0:
             return
         t0 = time.monotonic()
-        original = load_case(self.store.root / rec["original"])
+        found = self._original(bid, recs)
+        if found is None:
+            return
+        rec, original = found
         finding: Finding | None = None
         try:
             hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
@@ -663,6 +758,61 @@ class Campaign:
                 self.book.rekey(bug, key)
             self.dirty = True
         self.flush()
+
+    def _original(self, bid: str, recs: list[dict[str, Any]]) -> tuple[dict[str, Any], Case] | None:
+        """The first of a bug's findings (`recs`, its representative first) whose original case loads, with that
+        case; each one that does not is said (damaged-files.jsonl). None when none does: the bug is set aside, not
+        minimized, and the campaign goes on."""
+        problems = []
+        for rec in recs:
+            path, problem = self._original_path(rec)
+            if path is not None:
+                what = not_regular(path)
+                if what is not None:  # a FIFO would block the read, a device never end it
+                    problem = f"{path.relative_to(self.store.root)} is {what}"
+                else:
+                    try:
+                        case = load_case(path)
+                    except IRError as exc:
+                        problem = str(exc)[:300]
+                    else:
+                        if rec["signature"] != recs[0]["signature"]:
+                            self._damaged(f"bug {bid}", path.parent, f"its representative's case cannot be read "
+                                          f"({problems[-1] if problems else 'no finding record'})",
+                                          f"minimizing another of its findings ({rec['signature']})")
+                        with self.lock:
+                            self.book.bugs[bid].representative = rec["signature"]
+                        return rec, case
+            problems.append(problem)
+        note = (f"not minimized: no finding of it has a readable case ({'; '.join(problems[:3])})" if problems else
+                "not minimized: findings.jsonl holds none of its findings")
+        self._damaged(f"bug {bid}", self.store.root / "findings", note.removeprefix("not minimized: "),
+                      "set aside without minimizing (its raw findings stay recorded)")
+        with self.lock:
+            bug = self.book.bugs[bid]
+            bug.note = note
+            bug.extra["minimize_tried"] = True
+            self.dirty = True
+        self.flush()
+        return None
+
+    def _original_path(self, rec: dict[str, Any]) -> tuple[Path | None, str]:
+        """Where a finding's original case is (findings/<id>/original.json), or None and why not."""
+        root = self.store.root
+        if isinstance(rec.get("id"), str):
+            path = root / "findings" / rec["id"] / ORIGINAL
+        elif isinstance(rec.get("original"), str):
+            path = root / rec["original"]
+            try:
+                path.resolve().relative_to(root.resolve())
+            except (ValueError, OSError, RuntimeError):
+                return None, f"finding {rec['signature'][:80]}: its case path {rec['original'][:80]!r} is outside " \
+                             "the campaign directory"
+        else:
+            return None, f"finding {rec['signature'][:80]} names no case file"
+        if not path.exists() and not path.is_symlink():
+            return None, f"{path.relative_to(root)} is missing"
+        return path, ""
 
     def _minimized_key(self, finding: Finding, case: Case, checker: Checker) -> tuple[str, str]:
         """(bug key, variant) of a minimized finding; a TVM pipeline's finding is checked on the default pipeline."""
@@ -708,7 +858,28 @@ class Campaign:
                     if fuzzing_done.is_set():
                         return
                     continue
-                self._minimize_bug(bid, checker, pool)
+                try:
+                    self._minimize_bug(bid, checker, pool)
+                except Exception as exc:  # noqa: BLE001 - one bug's trouble must not end the campaign
+                    self._set_aside(bid, exc)
+
+    def _set_aside(self, bid: str, exc: Exception) -> None:
+        """A bug whose minimization failed unexpectedly: kept unminimized (not queued again), its traceback in
+        internal-errors.jsonl."""
+        import traceback
+
+        error = f"{type(exc).__name__}: {exc}"
+        self.store.append_record(INTERNAL_ERRORS, {"item": f"minimize bug {bid}", "error": error, "t": round(self.elapsed(), 3),
+                                                   "traceback": "".join(traceback.format_exception(exc))[-4000:]})
+        with self.lock:
+            self.internal_errors += 1
+            bug = self.book.bugs.get(bid)
+            if bug is not None:
+                bug.note = f"not minimized: minimizing failed ({error[:200]})"
+                bug.extra["minimize_tried"] = True
+            self.dirty = True
+        self.progress.warn(f"minimizing bug {bid} failed ({error[:200]}); it stays unminimized, kept in {INTERNAL_ERRORS}")
+        self.flush()
 
     # ------------------------------------------------------------ main loop
 

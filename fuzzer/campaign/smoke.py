@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from ..outfiles import not_regular
+
 MAX_BASELINE_BYTES = 16 * 2**20
 
 
@@ -34,6 +36,9 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]]:
     """Known-bug entries ({key, title, triage, upstream}); an absent path is an empty baseline."""
     if path is None:
         return []
+    what = not_regular(path)
+    if what is not None:  # opening a FIFO blocks until someone writes to it; a device may never end
+        raise ValueError(f"{path} is {what}, not a file")
     with open(path, "rb") as fh:
         raw = fh.read(MAX_BASELINE_BYTES + 1)
     if len(raw) > MAX_BASELINE_BYTES:

@@ -32,6 +32,8 @@ FINDINGS = "findings.jsonl"
 BUGS = "bugs.jsonl"  # one record per root cause (fuzzer.campaign.bug_book), rewritten atomically like findings.jsonl
 DAMAGED = "findings.jsonl.damaged"  # lines of findings.jsonl that could not be read, kept for a person to look at
 RUNS = "runs.parquet"  # a directory of part-NNNNN*.parquet files, read with pandas.read_parquet(DIR/runs.parquet)
+DAMAGED_PREFIX = ".damaged-"  # RUNS/.damaged-part-*.parquet: a chunk that could not be read, set aside
+JOURNAL_PREFIX = ".journal-"  # RUNS/.journal-<token>.jsonl: a lane's rows, written before they are counted
 LOCK = ".lock"
 
 
@@ -73,6 +75,12 @@ def dumps(obj: Any) -> str:
 # Fields of a finding record (DESIGN.md) the campaign and the report rely on, with the types they need.
 RECORD_FIELDS: dict[str, tuple[type, ...]] = {"signature": (str,), "oracle": (str,), "executor": (str,),
                                               "ops": (list,), "dtypes": (list,), "count": (int,)}
+# Fields a finding record may lack, with the types they must have where present (None: may be null).
+RECORD_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "bug": (str,), "bug_key": (str,), "title": (str,), "message": (str,), "error_class": (str,),
+    "original": (str, type(None)), "case": (str, type(None)), "repro": (str, type(None)),
+    "report": (str, type(None)), "first_seen_s": (int, float), "input_set": (int,), "details": (dict,),
+    "against": (str,), "ratio": (int, float, str, type(None)), "max_ulp": (int, float, str, type(None))}
 # Fields of state.json, when present, with their types.
 STATE_FIELDS: dict[str, tuple[type, ...]] = {
     "version": (int,), "seed": (int,), "next_index": (int,), "pending": (list,), "seeds_done": (list,),
@@ -84,25 +92,45 @@ MAX_BLOCK = 1 << 16  # case indices per planning block (a campaign picks max(8, 
 _ID = re.compile(r"[0-9A-Za-z_-]{1,64}")
 
 
+def _typed(rec: dict[str, Any], fields: dict[str, tuple[type, ...]], required: bool) -> bool:
+    """True when every field of `fields` in `rec` (all of them if `required`) has one of its types (no bools for
+    numbers, strings in the lists)."""
+    for key, kinds in fields.items():
+        if key not in rec:
+            if required:
+                return False
+            continue
+        value = rec[key]
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            return False
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            return False
+    return True
+
+
 def valid_record(rec: Any) -> bool:
-    """True for a finding record with the fields and types the campaign and report use (a safe `id` included)."""
+    """True for a finding record with the fields and types the campaign and report use (safe `id` and `bug` ids)."""
     if not isinstance(rec, dict):
         return False
-    for key, kinds in RECORD_FIELDS.items():
-        value = rec.get(key, 1 if key == "count" else None)
-        if not isinstance(value, kinds) or isinstance(value, bool):
-            return False
-    return "id" not in rec or (isinstance(rec["id"], str) and _ID.fullmatch(rec["id"]) is not None)
+    if not _typed({"count": 1, **rec}, RECORD_FIELDS, True) or not _typed(rec, RECORD_OPTIONAL, False):
+        return False
+    return all(k not in rec or (isinstance(rec[k], str) and _ID.fullmatch(rec[k]) is not None) for k in ("id", "bug"))
 
 
-BUG_FIELDS: dict[str, tuple[type, ...]] = {"bug": (str,), "key": (str,), "kind": (str,), "signatures": (list,),
-                                           "executors": (list,), "count": (int,)}
+BUG_FIELDS: dict[str, tuple[type, ...]] = {  # every field bug_book.Bug has no default for, and those the report reads
+    "bug": (str,), "key": (str,), "title": (str,), "kind": (str,), "backend": (str,), "ops": (list,),
+    "error_class": (str,), "representative": (str,), "signatures": (list,), "executors": (list,), "count": (int,)}
+# Fields a bug record may lack (bug_book.Bug has defaults), with the types they must have where present.
+BUG_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "first_seen_s": (int, float), "minimized": (bool,), "confirmed": (bool,), "note": (str,),
+    "repro": (str, type(None)), "repro_full": (str, type(None)), "report": (str, type(None)),
+    "case": (str, type(None)), "nodes": (int, type(None)), "repro_lines": (int, type(None)), "aliases": (list,),
+    "merged_into": (str, type(None))}
 
 
 def valid_bug(rec: Any) -> bool:
     """True for a bug record with the fields and types the campaign and report use (a safe `bug` id included)."""
-    return (isinstance(rec, dict) and all(isinstance(rec.get(k), kinds) and not isinstance(rec.get(k), bool)
-                                          for k, kinds in BUG_FIELDS.items())
+    return (isinstance(rec, dict) and _typed(rec, BUG_FIELDS, True) and _typed(rec, BUG_OPTIONAL, False)
             and _ID.fullmatch(rec["bug"]) is not None)
 
 
@@ -364,17 +392,19 @@ class CampaignStore:
                 os.fsync(fh.fileno())
 
     # ---- per-test records
-    def append_runs(self, rows: list[dict[str, Any]]) -> None:
-        """Write one parquet chunk of per-test rows (under a name no other writer can take)."""
+    def append_runs(self, rows: list[dict[str, Any]], token: str = "") -> Path | None:
+        """Write one parquet chunk of per-test rows under a name no other writer can take (holding `token`, the
+        journal the rows come from); its path, or None for no rows."""
         if not rows:
-            return
+            return None
         with self._lock:
             self.runs_dir.mkdir(parents=True, exist_ok=True)
             tmp = self.runs_dir / f".part.{os.getpid()}.{threading.get_ident()}.tmp"
             pd.DataFrame(rows).to_parquet(tmp, index=False)
             n = len(list(self.runs_dir.glob("part-*.parquet")))
+            tail = f"-{token}" if token else ""
             while True:
-                path = self.runs_dir / f"part-{n:05d}.parquet"
+                path = self.runs_dir / f"part-{n:05d}{tail}.parquet"
                 try:
                     os.link(tmp, path)  # fails if the name is taken
                 except FileExistsError:
@@ -388,6 +418,49 @@ class CampaignStore:
                 break
             if tmp.exists():
                 os.unlink(tmp)
+            return path
+
+    def journal(self) -> "RunsJournal":
+        """A new journal of per-test rows for one lane (runs.parquet/.journal-<token>.jsonl)."""
+        return RunsJournal(self)
+
+    def recover_runs(self, counted: Callable[[str], bool]) -> tuple[int, int]:
+        """Turn the journals a killed run left into parquet chunks, keeping only the rows of items `counted` (a case
+        the saved state counts: the others run again); (rows kept, rows dropped). A journal whose chunk was already
+        written (killed between the two) is only removed."""
+        kept = dropped = 0
+        if not self.runs_dir.is_dir():
+            return kept, dropped
+        for path in sorted(self.runs_dir.glob(f"{JOURNAL_PREFIX}*.jsonl")):
+            token = path.name[len(JOURNAL_PREFIX):-len(".jsonl")]
+            if not path.is_file() or path.is_symlink():
+                self.warn(f"{path} is not a regular file; left alone")
+                continue
+            if not list(self.runs_dir.glob(f"part-*-{token}.parquet")):
+                rows, bad = read_journal(path)
+                if bad:
+                    self.warn(f"{path}: {bad} line(s) cut short by the kill are left out (their cases run again)")
+                mine = [r for r in rows if counted(str(r.get("item", "")))]
+                self.append_runs(mine, token)
+                kept, dropped = kept + len(mine), dropped + len(rows) - len(mine)
+            os.unlink(path)
+        return kept, dropped
+
+    def count_runs(self) -> tuple[int, list[tuple[Path, str]]]:
+        """Rows in runs.parquet, from the chunks' metadata; a chunk that cannot be read is set aside as
+        runs.parquet/.damaged-<name> (readers skip dot files, so pandas.read_parquet(DIR/runs.parquet) still
+        works): (rows, [(where it went, why)])."""
+        import pyarrow.parquet as pq
+
+        total, aside = 0, []
+        for p in sorted(self.runs_dir.glob("part-*.parquet")) if self.runs_dir.is_dir() else []:
+            try:
+                total += pq.read_metadata(p).num_rows
+            except Exception as exc:  # noqa: BLE001 - pyarrow raises many types for a damaged file
+                kept = p.with_name(f"{DAMAGED_PREFIX}{p.name}")
+                os.replace(p, kept)
+                aside.append((kept, f"{type(exc).__name__}: {str(exc)[:120]}"))
+        return total, aside
 
     def load_runs(self) -> pd.DataFrame:
         """All per-test rows (empty frame if none); a chunk that cannot be read is skipped with a warning."""
@@ -401,3 +474,67 @@ class CampaignStore:
         if not frames:
             return pd.DataFrame()
         return pd.concat(frames, ignore_index=True)
+
+
+def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The rows of a journal, and how many lines could not be read (a line cut short by a kill)."""
+    rows, bad = [], 0
+    for line in path.read_bytes().decode("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        elif line.strip():
+            bad += 1
+    return rows, bad
+
+
+class RunsJournal:
+    """One lane's per-test rows on their way into runs.parquet.
+
+    A case's rows are appended (one write, before the campaign counts its tests) to a journal file the kernel
+    keeps whatever happens to the process; `seal()` turns the journal into a parquet chunk named after it and
+    removes it. A journal left by a `kill -9` is sealed on resume (CampaignStore.recover_runs), so every test
+    state.json counts has its row in runs.parquet.
+    """
+
+    def __init__(self, store: CampaignStore) -> None:
+        self.store = store
+        self.rows: list[dict[str, Any]] = []
+        self.since = time.monotonic()  # when the oldest row not sealed was written
+        self._start()
+
+    def _start(self) -> None:
+        self.token = f"{os.getpid()}x{threading.get_ident()}x{os.urandom(4).hex()}"
+        self.path = self.store.runs_dir / f"{JOURNAL_PREFIX}{self.token}.jsonl"
+
+    def append(self, rows: list[dict[str, Any]]) -> None:
+        """Write rows to the journal (the kernel has them once this returns)."""
+        if not rows:
+            return
+        self.store.runs_dir.mkdir(parents=True, exist_ok=True)
+        data = "".join(json.dumps(r, default=_json_default) + "\n" for r in rows).encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        if not self.rows:
+            self.since = time.monotonic()
+        self.rows += rows
+
+    def seal(self) -> None:
+        """Write the rows as one parquet chunk, then drop the journal and start a new one."""
+        if not self.rows:
+            return
+        self.store.append_runs(self.rows, self.token)
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        self.rows = []
+        self._start()

@@ -21,6 +21,7 @@ from ..isolation import ExecutorPool
 from .common import (
     EXIT_OK,
     UsageError,
+    add_force,
     fail,
     nonnegative_int,
     positive_seconds,
@@ -45,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minimize-budget", type=positive_seconds, default=60.0,
                         help="seconds to minimize each backend bug (at most 3 are minimized)")
     parser.add_argument("--no-minimize", action="store_true", help="report backend bugs without minimizing them")
+    add_force(parser, "an existing --save-case file or files under --out")
     parser.add_argument("--timeout", type=timeout_seconds, default=300.0,
                         help="seconds per executor call, and for importing, making and exporting the model "
                              "(in a child process: a model that hangs or ends its process is one error line)")
@@ -67,12 +69,16 @@ def run(args: argparse.Namespace) -> int:
         names = select_executors(args.executors)
         model = f"{path.stem}" + (f"-{func}" if func != "make" else "")
         out_dir = writable_dir(args.out or str(Path("results") / "audit" / model), "--out")
-        save = writable_file(args.save_case, "--save-case", keep=(str(path),)) if args.save_case else None
+        save = writable_file(args.save_case, "--save-case", keep=(str(path),), force=args.force) \
+            if args.save_case else None
         tr = capture_isolated(path, func, model, args.timeout, log)
     except (UsageError, AuditInputError) as exc:
         return fail(str(exc))
     if save is not None:
-        save_case(tr.case, save)
+        try:
+            save_case(tr.case, save, force=args.force)
+        except OSError as exc:  # something took the name while the model was captured
+            return fail(f"--save-case: cannot write {exc.filename or save}: {exc.strerror or exc}")
         log(f"wrote the case to {save}")
     command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
     with ExecutorPool(names, timeout=args.timeout) as pool:
@@ -80,13 +86,18 @@ def run(args: argparse.Namespace) -> int:
         scenarios = run_checks(tr.case, checker, names, log)
         verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
         if verdict.bugs and not args.no_minimize:
-            minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log)
+            minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)
         if args.explore:
             known = {f.signature for s in scenarios for f in s.result.findings}
             ex = explore(tr.case, checker, names, args.explore, args.seed, known, log)
             verdict.bugs += explored_bugs(ex, tr.sources)
             for sig, case in ex.cases.items():
-                saved = save_case(case, out_dir / "explore" / f"{abs(hash(sig)) % 10**10:010d}.json")
+                try:
+                    saved = save_case(case, out_dir / "explore" / f"{abs(hash(sig)) % 10**10:010d}.json",
+                                      force=args.force)
+                except OSError as exc:
+                    verdict.notes.append(f"explore: {ex.new[sig]} (case not saved: {exc.filename}: {exc.strerror})")
+                    continue
                 verdict.notes.append(f"explore: {ex.new[sig]} (case {saved})")
             verdict.notes.append(f"explore: {ex.rounds} variant(s) in {ex.seconds:.0f} s, {len(ex.new)} new finding(s)")
     verdict.seconds = time.monotonic() - t0

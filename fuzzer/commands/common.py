@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..executors import HIDDEN, ORACLE_EXECUTORS, REGISTRY, availability
 from ..ir import Case, IRError, load_case
-from ..outfiles import not_regular
+from ..outfiles import FORCE_HINT, not_regular, owned
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 MAX_SEED = 2**63 - 1
@@ -69,8 +69,10 @@ count_int = _number(int, f"an integer in 0..{MAX_GENERATE} (use --start for more
 workers_int = _number(int, f"an integer in 1..{MAX_WORKERS}", lambda v: 1 <= v <= MAX_WORKERS)
 
 
-def writable_file(path: str, option: str, keep: tuple[str, ...] = ()) -> Path:
-    """A path a file can be written to (checked before any work starts); UsageError saying why not."""
+def writable_file(path: str, option: str, keep: tuple[str, ...] = (), force: bool | None = False) -> Path:
+    """A path a file can be written to (checked before any work starts); UsageError saying why not. An existing
+    file precfuzz cannot prove it wrote (outfiles.owned) is refused unless `force` (None: not asked, the caller
+    decides)."""
     out = Path(path)
     if not path:
         raise UsageError(f"{option} needs a file name")
@@ -82,6 +84,8 @@ def writable_file(path: str, option: str, keep: tuple[str, ...] = ()) -> Path:
     for other in keep:
         if same_file(out, other):
             raise UsageError(f"{option} {path} would overwrite {other}")
+    if force is False and not owned(out):
+        raise UsageError(f"{option} {path} exists and was not written by precfuzz; {FORCE_HINT}")
     parent = next((p for p in [out.parent, *out.parent.parents] if p.exists()), Path("."))
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: {parent} is not a directory")
@@ -112,6 +116,13 @@ def distinct_outputs(*pairs: tuple[str, str | None]) -> None:
                 raise UsageError(f"{option} {path} and {other_option} {other} are the same file; one would "
                                  "overwrite the other")
         seen.append((option, path))
+
+
+def add_force(parser: argparse.ArgumentParser, what: str) -> None:
+    """The --force option: replace an existing output precfuzz cannot prove it wrote."""
+    parser.add_argument("--force", action="store_true",
+                        help=f"replace {what} even where precfuzz cannot prove it wrote the file there (no generated "
+                             "header with the file's own hash): by default such a file is kept and the command refused")
 
 
 def writable_dir(path: str, option: str) -> Path:

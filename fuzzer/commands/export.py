@@ -10,11 +10,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
-from ..artifacts import REPORT, REPRO, REPRO_FULL, write_file, write_finding
+from ..artifacts import render_finding, write_file
 from ..check import Checker
 from ..executors import create
 from ..export import render_script
@@ -23,6 +21,7 @@ from ..isolation import ExecutorPool
 from .common import (
     EXIT_OK,
     UsageError,
+    add_force,
     fail,
     nonnegative_int,
     read_case,
@@ -40,19 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true", help="the full-oracle script instead of the short one")
     parser.add_argument("--set", type=nonnegative_int, default=None,
                         help="input set to embed (default: the one that fails)")
-    parser.add_argument("--force", action="store_true",
-                        help="replace an existing --out/--report file that precfuzz did not write")
-
-
-def foreign(path: Path) -> bool:
-    """True for an existing non-empty file whose opening does not name precfuzz (a user's file, not an export)."""
-    try:
-        if not path.is_file() or path.stat().st_size == 0:
-            return False
-        with path.open("rb") as fh:
-            return b"precfuzz" not in fh.read(4096)
-    except OSError:
-        return False
+    add_force(parser, "an existing --out/--report file")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,11 +52,9 @@ def run(args: argparse.Namespace) -> int:
         (name,) = names
         if args.set is not None and args.set >= len(case.input_sets):
             raise UsageError(f"input set {args.set} out of range (the case has {len(case.input_sets)})")
-        out = writable_file(args.out, "--out", keep=(args.case,))
-        report = writable_file(args.report, "--report", keep=(args.case, args.out)) if args.report else None
-        for option, path in (("--out", out), ("--report", report)):
-            if path is not None and not args.force and foreign(path):
-                raise UsageError(f"{option} {path} exists and was not written by precfuzz; pass --force to replace it")
+        out = writable_file(args.out, "--out", keep=(args.case,), force=args.force)
+        report = writable_file(args.report, "--report", keep=(args.case, args.out), force=args.force) \
+            if args.report else None
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     command = "precfuzz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[0].endswith("precfuzz") else \
@@ -88,20 +73,20 @@ def run(args: argparse.Namespace) -> int:
                                 describe=describe)
             except NotImplementedError as exc:
                 return fail(str(exc))
-            write_file(out, render_script(case, parts, command, args.set or 0), executable=True)
+            write_file(out, render_script(case, parts, command, args.set or 0), "python", executable=True,
+                       force=args.force)
             print(f"wrote {out}")
             return EXIT_OK
         finding = mine[0] if args.set is None else replace(mine[0], input_set=args.set)
-        with tempfile.TemporaryDirectory() as tmp:
-            art = write_finding(Path(tmp), case, finding, describe, command, short=not args.full)
-            if not (art.repro or art.repro_full):
-                return fail("; ".join(art.errors) or f"{name} has no script exporter")
-            write_file(out, (Path(tmp) / (REPRO_FULL if args.full or art.repro is None else REPRO)).read_text(),
-                       executable=True)
-            print(f"wrote {out}: {art.title}")
-            if report is not None:
-                write_file(report, (Path(tmp) / REPORT).read_text().replace(f"`{REPRO}`", f"`{out.name}`"))
-                print(f"wrote {report}")
+        texts = render_finding(case, finding, describe, command, short=not args.full, script_name=out.name)
+        script = texts.repro_full if args.full or texts.repro is None else texts.repro
+        if script is None:
+            return fail("; ".join(texts.errors) or f"{name} has no script exporter")
+        write_file(out, script, "python", executable=True, force=args.force)
+        print(f"wrote {out}: {texts.title}")
+        if report is not None and texts.report is not None:
+            write_file(report, texts.report, "markdown", force=args.force)
+            print(f"wrote {report}")
     except OSError as exc:
         return fail(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
     return EXIT_OK

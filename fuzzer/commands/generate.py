@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from ..ir import save_case
-from .common import EXIT_OK, count_int, fail, nonnegative_int, seed_int
+from .common import EXIT_OK, add_force, count_int, fail, nonnegative_int, seed_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", help="directory for the case files (optional with --stats)")
     parser.add_argument("--families", help="comma-separated generator families (default: all)")
     parser.add_argument("--stats", action="store_true", help="print coverage and reference validity as JSON")
+    add_force(parser, "an existing case file of the same name")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         for index in range(args.start, args.start + args.count):
             case = generate_case(args.seed, index, families)
             if out is not None:
-                save_case(case, out / f"{index:06d}-{case.id}.json")
+                save_case(case, out / f"{index:06d}-{case.id}.json", force=args.force)
             cases.append(case)
     except OSError as exc:
         return fail(f"generate: cannot write {exc.filename or out}: {exc.strerror}")

@@ -10,19 +10,20 @@ import argparse
 import json
 import shlex
 import sys
-import tempfile
 from pathlib import Path
 
-from ..artifacts import write_finding
+from ..artifacts import render_finding, write_file
 from ..check import Checker
 from ..ir import Case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import MinimizeError, MinimizeResult, Target, minimize
-from ..outfiles import replace_file
 from .common import (
+    EXIT_BAD_INPUT,
     EXIT_FINDING,
     EXIT_OK,
     UsageError,
+    add_force,
+    distinct_outputs,
     fail,
     one_line,
     positive_int,
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--export", action="store_true", help="also write a repro script beside each minimized case")
     parser.add_argument("--json", action="store_true", help="print each summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="do not print the accepted steps")
+    add_force(parser, "an existing minimized case (and, with --export, script)")
 
 
 def output_path(case_path: str, out: str | None, several: bool) -> Path:
@@ -60,18 +62,23 @@ def output_path(case_path: str, out: str | None, several: bool) -> Path:
     return target
 
 
-def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str) -> Path | None:
+def script_paths(case_out: Path) -> tuple[Path, Path]:
+    """Where --export writes the short script and the full-oracle one for the minimized case at `case_out`."""
+    stem = case_out.name.removesuffix(".json")
+    return case_out.with_name(stem + ".py"), case_out.with_name(stem + ".full.py")
+
+
+def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str, force: bool) -> Path | None:
     """Write the short repro script of a minimized finding beside its case (the full-oracle one as .full.py)."""
     finding = result.finding
     assert finding is not None
-    with tempfile.TemporaryDirectory() as tmp:
-        art = write_finding(Path(tmp), result.case, finding, pool.describe(finding.executor), command)
-        out = None
-        for made, suffix in ((art.repro, ".py"), (art.repro_full, ".full.py")):
-            if made is not None:
-                target = path.with_name(path.name.removesuffix(".json") + suffix)
-                replace_file(target, made.read_text(), mode=0o755, sync=False)
-                out = out or target
+    short, full = script_paths(path)
+    texts = render_finding(result.case, finding, pool.describe(finding.executor), command)
+    out = None
+    for text, target in ((texts.repro, short), (texts.repro_full, full)):
+        if text is not None:
+            write_file(target, text, "python", executable=True, force=force)
+            out = out or target
     return out
 
 
@@ -88,11 +95,17 @@ def run(args: argparse.Namespace) -> int:
         else:
             names = select_executors(args.executors)
         several = len(cases) > 1
+        targets = [output_path(p, args.out, several) for p, _ in cases]
+        distinct_outputs(*((f"the minimized case of {p}", str(t)) for (p, _), t in zip(cases, targets)))
         for path, _ in cases:
             out = output_path(path, args.out, several)
             if several or (args.out and (Path(args.out).is_dir() or args.out.endswith("/"))):
                 writable_dir(str(out.parent), "--out")
-            writable_file(str(out), "--out" if args.out else "the minimized case", keep=tuple(p for p, _ in cases))
+            inputs = tuple(p for p, _ in cases)
+            writable_file(str(out), "--out" if args.out else "the minimized case", keep=inputs, force=args.force)
+            if args.export:
+                for script in script_paths(out):
+                    writable_file(str(script), "--export's script", keep=inputs, force=args.force)
     except (UsageError, ValueError) as exc:
         return fail(str(exc))
     status = EXIT_OK
@@ -114,11 +127,17 @@ def run(args: argparse.Namespace) -> int:
             if not result.confirmed:
                 status = max(status, EXIT_FINDING)
             out = output_path(path, args.out, several)
-            save_case(result.case, out)
-            summary = {**result.summary(), "case": str(out)}
-            if args.export and result.finding is not None:
-                script = _export(result, pool, out, f"{command}  # {path}")
-                summary["repro"] = str(script) if script else None
+            try:
+                save_case(result.case, out, force=args.force)
+                summary = {**result.summary(), "case": str(out)}
+                if args.export and result.finding is not None:
+                    script = _export(result, pool, out, f"{command}  # {path}", args.force)
+                    summary["repro"] = str(script) if script else None
+            except OSError as exc:  # something took the name while it minimized: kept, and this case not written
+                print(f"precfuzz: error: {one_line(f'cannot write {exc.filename or out}: {exc.strerror or exc}')}",
+                      file=sys.stderr)
+                status = max(status, EXIT_BAD_INPUT)
+                continue
             if args.json:
                 print(json.dumps(summary, indent=1))
             else:

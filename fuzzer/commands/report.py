@@ -9,12 +9,13 @@ from pathlib import Path
 from ..campaign.report import write_report
 from ..campaign.store import StoreError
 from ..outfiles import kind_of
-from .common import EXIT_OK, fail
+from .common import EXIT_OK, add_force, fail
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz report`."""
     parser.add_argument("dir", help="campaign directory (from precfuzz run --out)")
+    add_force(parser, "an existing report.md or plot")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
     if not os.access(state, os.R_OK):
         return fail(f"{state} is not readable (permission denied)")
     try:
-        print(f"wrote {write_report(root)}")
+        print(f"wrote {write_report(root, args.force)}")
     except StoreError as exc:
         return fail(str(exc))
+    except OSError as exc:
+        return fail(f"cannot write {exc.filename or root}: {exc.strerror or exc}")
     return EXIT_OK

@@ -9,18 +9,26 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
-from ..campaign.runner import ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, SCHEDULE
+from ..campaign.runner import (
+    ARM_RESULTS,
+    DAMAGED_FILES,
+    INTERNAL_ERRORS,
+    LANE_EVENTS,
+    SCHEDULE,
+)
 from ..campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
 from ..campaign.store import BUGS, FINDINGS, LOCK, RUNS, STATE, DirLock, StoreError
-from ..outfiles import replace_file
+from ..outfiles import MANIFEST, owned, replace_file
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
     UsageError,
+    add_force,
     distinct_outputs,
     fail,
     positive_int,
     positive_seconds,
+    same_file,
     seed_int,
     writable_file,
 )
@@ -48,22 +56,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--time", type=positive_seconds, default=600.0,
                         help="safety cap in seconds (default 600); a run cut short by it says so")
     parser.add_argument("--seed", type=seed_int, default=20261130, help="fixed generator seed")
+    add_force(parser, "an existing --junit, --summary or --write-baseline file")
     parser.add_argument("--out", default="results/smoke",
                         help="campaign directory: a new or empty one, or one an earlier smoke run made (then replaced)")
     add_campaign_arguments(parser, minimize=False)
 
 
+CAMPAIGN_NAMES = {STATE, FINDINGS, BUGS, RUNS, LOCK, SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, DAMAGED_FILES,
+                  "findings", "bugs", "logs", MARKER, MANIFEST}  # what a smoke run's campaign keeps in --out
+
+
+def _ours(entry: Path) -> bool:
+    """True for an entry of a smoke-made --out that smoke may delete: the campaign's own files and folders (and
+    their quarantined lines), or a file precfuzz proves it wrote (outfiles.owned: smoke.md, a --junit file)."""
+    if entry.name in CAMPAIGN_NAMES or entry.name.removesuffix(".damaged") in CAMPAIGN_NAMES:
+        return True
+    return entry.is_file() and not entry.is_symlink() and entry.stat().st_size > 0 and owned(entry, manifest=True)
+
+
 def fresh_out(out: Path) -> None:
     """Make `out` an empty directory marked as smoke's: create it, or empty one smoke made; else UsageError.
 
-    Nothing else is ever deleted: a directory without the marker that holds anything is refused.
+    Nothing else is ever deleted: a directory without smoke's marker (a file with precfuzz's generated header)
+    that holds anything is refused, and so is a marked one holding a file smoke did not write.
     """
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
     marker = out / MARKER
-    if out.is_dir() and any(out.iterdir()) and not (marker.is_file() and not marker.is_symlink()):
-        raise UsageError(f"--out {out} is not empty and was not made by precfuzz smoke (no {MARKER} file); give a new "
-                         "or empty directory, or delete this one yourself")
+    if out.is_dir() and any(out.iterdir()):
+        if not (marker.is_file() and not marker.is_symlink() and marker.stat().st_size and owned(marker)):
+            raise UsageError(f"--out {out} is not empty and was not made by precfuzz smoke (no {MARKER} file it "
+                             "wrote); give a new or empty directory, or delete this one yourself")
+        strangers = sorted(e.name for e in out.iterdir() if not _ours(e))
+        if strangers:
+            raise UsageError(f"--out {out} holds {', '.join(map(repr, strangers[:3]))}"
+                             f"{' and more' if len(strangers) > 3 else ''}, which precfuzz smoke did not write; move "
+                             "them away (smoke empties --out before it runs)")
     out.mkdir(parents=True, exist_ok=True)
     with DirLock(out):  # not while another run uses it
         for entry in out.iterdir():
@@ -73,7 +101,8 @@ def fresh_out(out: Path) -> None:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-        (out / MARKER).write_text("made by precfuzz smoke; the next smoke run with this --out empties it\n")
+        replace_file(marker, "made by precfuzz smoke; the next smoke run with this --out empties it\n", sync=False,
+                     style="python", force=True)  # checked above: absent, or smoke's own
 
 
 def _not_a_campaign_file(option: str, path: str, out: Path) -> None:
@@ -98,11 +127,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         inputs = (args.baseline,) if args.baseline else ()
         if args.junit:
-            writable_file(args.junit, "--junit", keep=inputs)
+            writable_file(args.junit, "--junit", keep=inputs, force=args.force)
         if args.summary:
-            writable_file(args.summary, "--summary", keep=inputs)
-        if args.write_baseline:
-            writable_file(args.write_baseline, "--write-baseline")  # may update the baseline in place: its purpose
+            writable_file(args.summary, "--summary", keep=inputs, force=args.force)
+        if args.write_baseline:  # may update the baseline it read in place (its entries are carried over)
+            in_place = bool(args.baseline) and same_file(args.write_baseline, args.baseline)
+            writable_file(args.write_baseline, "--write-baseline", force=args.force or in_place)
         outputs = (("--junit", args.junit), ("--summary", args.summary or str(out / "smoke.md")),
                    ("--write-baseline", args.write_baseline))
         distinct_outputs(*outputs)  # one would silently overwrite the other
@@ -128,16 +158,25 @@ def run(args: argparse.Namespace) -> int:
         print(f"precfuzz smoke: warning: the {args.time:.0f} s cap stopped the run before {args.max_tests} tests; "
               "findings past that point were not looked for", file=sys.stderr)
     md = markdown(verdict, info)
-    replace_file(args.summary or out / "smoke.md", md, sync=False)
-    if args.junit:
-        replace_file(args.junit, junit(verdict, cfg.executors, summary.elapsed_s), sync=False)
+    try:
+        replace_file(args.summary or out / "smoke.md", md, sync=False, style="markdown", force=args.force)
+        if args.junit:
+            replace_file(args.junit, junit(verdict, cfg.executors, summary.elapsed_s), sync=False, style="xml",
+                         force=args.force)
+    except OSError as exc:  # something took the name while it ran
+        return fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
     print(md, file=sys.stderr)
     if args.write_baseline:
         about = (f"Known bugs of `precfuzz smoke` (seed {cfg.seed}, --max-tests {args.max_tests}, executors "
                  f"{','.join(cfg.executors)}). smoke fails only on bug keys not listed here. triage: what we "
                  "believe each is.")
         entries = updated_baseline(campaign.store.load_bugs(), baseline)
-        replace_file(args.write_baseline, json.dumps({"about": about, "bugs": entries}, indent=1) + "\n", sync=False)
+        in_place = bool(args.baseline) and same_file(args.write_baseline, args.baseline)
+        try:
+            replace_file(args.write_baseline, json.dumps({"about": about, "bugs": entries}, indent=1) + "\n",
+                         sync=False, style="json", force=args.force or in_place)
+        except OSError as exc:
+            return fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
     print(json.dumps({"passed": verdict.passed, "new": [b["key"] for b in verdict.new],
                       "known": len(verdict.known), "missing": len(verdict.missing), **info}))
     return EXIT_OK if verdict.passed else EXIT_FINDING

@@ -113,6 +113,7 @@ class Executor(ABC):
 
     dtype_contract: bool = True  # False where a documented mode relabels dtypes inconsistently (XLA_USE_BF16)
     judge_numbers: bool = True  # False where a documented mode's arithmetic is not an fp32-accumulating one
+    not_judged: str = ""  # what is not judged and why, where judge_numbers or dtype_contract is False (repro scripts)
 
     def reported_dtypes(self) -> dict[str, str]:
         """dtype -> the dtype this configuration reports for it, where its documented mode relabels dtypes."""

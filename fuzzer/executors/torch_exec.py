@@ -203,7 +203,10 @@ class TorchExecutor(Executor):
                 + self.repro_call()
                 + "    return ([o.detach().to('cpu').double().numpy() for o in outs],\n"
                 "            [str(o.dtype).replace('torch.', '') for o in outs])\n")
-        return ReproParts(self.repro_imports(), self.ROUND_TO, body, policy, self.describe(), self.repro_env() or None)
+        numeric = self.numeric_graph(graph)
+        return ReproParts(self.repro_imports(), self.ROUND_TO, body, policy, self.describe(), self.repro_env() or None,
+                          numeric if numeric != policy else None, self.judge_numbers, self.dtype_contract,
+                          self.not_judged)
 
     def repro_env(self) -> dict[str, str]:
         """Environment the script sets (with setdefault) before importing the backend."""

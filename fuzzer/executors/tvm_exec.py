@@ -173,7 +173,7 @@ class TVMExecutor(Executor):
 
     def repro_imports(self) -> str:
         """Import lines of the script, and the pass list under test (PASSES) where a reader sees it first."""
-        return ("import ml_dtypes\nimport tvm\nfrom tvm import relax as R\n\n"
+        return (f"{NO_TORCH}\nimport ml_dtypes\nimport tvm\nfrom tvm import relax as R\n\n"
                 "# The Relax passes applied before tvm.compile; PASSES = [] is TVM's default pipeline.\n"
                 f"PASSES = {render_passes(self.passes)}\n")
 
@@ -185,6 +185,13 @@ class TVMExecutor(Executor):
                 "    return run_module(compile_module(PASSES), inputs)\n")
         return ReproParts(self.repro_imports(), self.ROUND_TO, body, self.policy_graph(graph), self.describe(),
                           self.env() or None)
+
+
+# `import tvm` imports torch where it is installed, only to JIT-compile a torch DLPack addon into ~/.cache/tvm-ffi
+# (tvm_ffi._optional_torch_c_dlpack, tvm.relax.base_py_module): 30-90 s on a first run (a fresh HOME), 2 s of
+# importing torch on every later one. A script running a Relax module on numpy arrays needs no torch: it says so.
+NO_TORCH = ('sys.modules.setdefault("torch", None)  # TVM would import torch only to JIT-compile a DLPack addon '
+            '(30-90 s on a first run); not needed here')
 
 
 def render_passes(passes: tuple[PassEntry, ...] | list[PassEntry]) -> str:

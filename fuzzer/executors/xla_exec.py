@@ -27,7 +27,13 @@ from ..dtypes import is_float
 from ..ir import Graph, Input
 from ..ops import OPS, tagged
 from .base import Inputs
-from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, recast_inputs
+from .torch_exec import (
+    AUTOCAST_LOWER,
+    TorchExecutor,
+    autocast_graph,
+    narrow,
+    recast_inputs,
+)
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
@@ -210,6 +216,9 @@ class XlaLegacyBf16Executor(XlaExecutor):
     policy = "legacy-xla-use-bf16"
     dtype_contract = False  # a bf16 input reports float32, a .to(bfloat16) reports bfloat16
     judge_numbers = False  # every float is bf16, intermediates and accumulators too: only its status is judged
+    not_judged = ("XLA_USE_BF16=1 computes every float32 value, accumulators included, in bfloat16 by design, and "
+                  "reports float32: only whether it runs is judged; the numbers above are against that bfloat16 "
+                  "computation, for information")
 
     def env(self) -> dict[str, str]:
         return {**super().env(), "XLA_USE_BF16": "1"}
@@ -219,6 +228,10 @@ class XlaLegacyBf16Executor(XlaExecutor):
 
     def policy_graph(self, graph: Graph) -> Graph:
         return recast_inputs(graph, None, "float32", only=LEGACY_FP32)
+
+    def numeric_graph(self, graph: Graph) -> Graph:
+        """Every float32 and float64 value in bfloat16 (shown by its repro scripts; its numbers are not judged)."""
+        return narrow(self.policy_graph(graph), ("float32", "float64"), "bfloat16")
 
     def reported_dtypes(self) -> dict[str, str]:
         return {"float64": "float32", "bfloat16": "float32"}
