@@ -24,16 +24,10 @@ import numpy as np
 
 from .. import outcome as oc
 from ..dtypes import is_float
-from ..ir import Graph, Input
+from ..ir import Graph, Input, redeclare
 from ..ops import OPS, tagged
 from .base import Inputs
-from .torch_exec import (
-    AUTOCAST_LOWER,
-    TorchExecutor,
-    autocast_graph,
-    narrow,
-    recast_inputs,
-)
+from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, recast_inputs
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
@@ -231,7 +225,7 @@ class XlaLegacyBf16Executor(XlaExecutor):
 
     def numeric_graph(self, graph: Graph) -> Graph:
         """Every float32 and float64 value in bfloat16 (shown by its repro scripts; its numbers are not judged)."""
-        return narrow(self.policy_graph(graph), ("float32", "float64"), "bfloat16")
+        return redeclare(self.policy_graph(graph), ("float32", "float64"), "bfloat16")
 
     def reported_dtypes(self) -> dict[str, str]:
         return {"float64": "float32", "bfloat16": "float32"}
