@@ -1,0 +1,41 @@
+"""transformers Llama (LlamaForCausalLM: RMSNorm, rotary embeddings, grouped-query SDPA attention with a causal
+mask, SwiGLU MLP), tiny config, float32, random weights, one sequence of 12 token ids.
+
+Config: `LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)`, attn_implementation "sdpa"
+(the default), the KV cache left on (the
+default, as a user calls it: its empty initial key/value tensors are lifted constants); forward returns the logits; ~100k parameters.
+
+Expected verdict of `precfuzz audit corpus/zoo/llama.py`: translates; verdict pending op records
+(issue 22: embedding, arange, rotary cat/slice/neg, scaled_dot_product_attention with GQA).
+Weights are random, made in code (seeded); nothing is downloaded (HF_HUB_OFFLINE=1).
+"""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+
+class Logits(nn.Module):
+    """A causal LM whose forward returns the logits tensor (not the output dict)."""
+
+    def __init__(self, lm: nn.Module) -> None:
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.lm(input_ids=input_ids).logits
+
+
+def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The tiny Llama in eval mode and one [1, 12] int64 sequence."""
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = Logits(LlamaForCausalLM(config))
+    ids = torch.randint(0, 256, (1, 12), generator=torch.Generator().manual_seed(1))
+    return model.eval(), (ids,)
