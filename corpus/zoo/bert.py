@@ -3,11 +3,11 @@ under a padding mask, gelu MLP), tiny config, float32, random weights, a 12-toke
 
 Config: `BertConfig(vocab_size=256, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
 intermediate_size=128, max_position_embeddings=64)`, attn_implementation "sdpa" (the default), no pooler;
-forward(input_ids, attention_mask) returns the last hidden state; ~120k parameters.
+forward(input_ids, attention_mask) returns the last hidden state; ~88k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/bert.py`: translates; verdict pending op records
-(issue 22: embedding, slice of the position/token-type buffers, expand, the attention mask (comparisons,
-where/full with finfo.min), scaled_dot_product_attention with a mask).
+Expected verdict of `precfuzz audit corpus/zoo/bert.py`: translates once its ops have op records; verdict pending
+op records (issue 22; missing today: embedding, arange, slice, expand and gather (position and token-type ids),
+the padding mask (index, ge, new_ones, __and__), scaled_dot_product_attention with a boolean mask).
 Weights are random, made in code (seeded); nothing is downloaded (HF_HUB_OFFLINE=1).
 """
 

@@ -3,12 +3,12 @@ one 1x3x32x32 image.
 
 Config: `ConvNeXt(depths=(2, 2, 2, 2), dims=(8, 16, 32, 64), conv_mlp=True, ls_init_value=1.0,
 num_classes=10)` (convnext_atto is depths (2, 2, 6, 2), dims (40, 80, 160, 320), conv_mlp=True; the layer
-scale starts at 1.0 instead of 1e-6 so the random blocks are not identities); ~50k parameters.
+scale starts at 1.0 instead of 1e-6 so the random blocks are not identities); ~113k parameters.
 Ops met: patchify conv2d, depthwise conv2d, permute + layer_norm (LayerNorm2d), 1x1 conv MLP with gelu,
 mul by the layer scale (reshape), residual add, adaptive_avg_pool2d head, linear.
 
-Expected verdict of `precfuzz audit corpus/zoo/convnext_atto.py`: translates; verdict pending op records
-(issue 22: permute, adaptive_avg_pool2d).
+Expected verdict of `precfuzz audit corpus/zoo/convnext_atto.py`: translates once its ops have op records; verdict
+pending op records (issue 22; missing today: permute, adaptive_avg_pool2d).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

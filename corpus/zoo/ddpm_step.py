@@ -7,13 +7,14 @@ Config: `DDPMScheduler(num_train_timesteps=1000, beta_schedule="squaredcos_cap_v
 float32 buffer of the step module); `UNet2DModel(sample_size=8, in_channels=4, out_channels=4,
 layers_per_block=1, block_out_channels=(16, 32), down_block_types=("DownBlock2D", "DownBlock2D"),
 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8)` moved with `.to(torch.bfloat16)`; bf16
-latents and noise [1, 4, 8, 8], int64 timestep [500]; ~150k parameters.
+latents and noise [1, 4, 8, 8], int64 timestep [500]; ~165k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/ddpm_step.py` (exit 1 once it translates): a model hazard
-under model.to(bfloat16) (the module as given): the UNet's `conv_in` gets float32, promoted by the float32
-schedule `sqrt_alpha_prod` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`.
-`ddpm_step.py:make_fixed` (the cast added): no hazard. Verdict pending op records (issue 22: index of the
-schedule table by the timestep, timestep embedding (arange, exp, cat, slice), upsample_nearest2d, cat).
+Expected verdict of `precfuzz audit corpus/zoo/ddpm_step.py` (exit 1 once it translates): a model hazard under
+model.to(bfloat16) (the module as given): the UNet's `conv_in` gets float32, promoted by the float32 schedule
+`sqrt_alpha_prod` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`. `ddpm_step.py:make_fixed` (the
+cast added): no hazard. Verdict pending op records (issue 22; missing today: index (the schedule table at the
+timestep), pow, timestep embedding (ones, arange, cat, slice), scaled_dot_product_attention (mid-block attention),
+upsample_nearest2d, cat of skips).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -2,11 +2,13 @@
 attention, gelu_new MLP, tied LM head), tiny config, float32, random weights, one sequence of 12 token ids.
 
 Config: `GPT2Config(vocab_size=256, n_positions=64, n_embd=64, n_layer=2, n_head=4)`, attn_implementation
-"sdpa" (the default), the KV cache left on (the
-default, as a user calls it: its empty initial key/value tensors are lifted constants); forward returns the logits; ~120k parameters.
+"sdpa" (the default), the KV cache left on as a user calls it (`model(ids).logits`: transformers'
+DynamicCache starts each layer's keys and values as `torch.tensor([])`, which torch.export lifts to empty
+constants `<attn>.lifted_tensor_<k>` that torch.cat skips); forward returns the logits; ~121k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/gpt2.py`: translates; verdict pending op records
-(issue 22: embedding, arange, split, scaled_dot_product_attention, addmm-style Conv1D, pow/tanh gelu).
+Expected verdict of `precfuzz audit corpus/zoo/gpt2.py`: translates once its ops have op records; verdict pending
+op records (issue 22; missing today: embedding, arange and le (causal mask), expand, addmm (Conv1D), split (and
+its getitem), pow (gelu_new), scaled_dot_product_attention).
 Weights are random, made in code (seeded); nothing is downloaded (HF_HUB_OFFLINE=1).
 """
 

@@ -3,11 +3,13 @@ mask, SwiGLU MLP), tiny config, float32, random weights, one sequence of 12 toke
 
 Config: `LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)`, attn_implementation "sdpa"
-(the default), the KV cache left on (the
-default, as a user calls it: its empty initial key/value tensors are lifted constants); forward returns the logits; ~100k parameters.
+(the default), the KV cache left on as a user calls it (`model(ids).logits`: transformers'
+DynamicCache starts each layer's keys and values as `torch.tensor([])`, which torch.export lifts to empty
+constants `<attn>.lifted_tensor_<k>` that torch.cat skips); forward returns the logits; ~107k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/llama.py`: translates; verdict pending op records
-(issue 22: embedding, arange, rotary cat/slice/neg, scaled_dot_product_attention with GQA).
+Expected verdict of `precfuzz audit corpus/zoo/llama.py`: translates once its ops have op records; verdict pending
+op records (issue 22; missing today: embedding, arange and le (causal mask), expand, slice and cat (rotate_half),
+pow (RMSNorm), scaled_dot_product_attention with grouped-query heads).
 Weights are random, made in code (seeded); nothing is downloaded (HF_HUB_OFFLINE=1).
 """
 

@@ -1,12 +1,13 @@
 """torchvision MobileNetV3-small at width 0.25 with the reduced tail, float32, random weights, one 1x3x32x32 image.
 
 Config: the library's own small-architecture table (`_mobilenet_v3_conf("mobilenet_v3_small", width_mult=0.25,
-reduced_tail=True)`) into `MobileNetV3`, 10 classes, eval mode (BatchNorm with randomized running statistics).
-Ops met: conv2d (depthwise too), batch_norm, hardswish_, relu_, squeeze-excitation (adaptive_avg_pool2d,
-hardsigmoid), in-place add_, flatten, linear, dropout (eval: identity).
+reduced_tail=True)`) into `MobileNetV3`, 10 classes, eval mode (BatchNorm with randomized running
+statistics); ~62k parameters. Ops met: conv2d (depthwise too), batch_norm, hardswish_, relu_,
+squeeze-excitation (adaptive_avg_pool2d, hardsigmoid), in-place add_, flatten, linear, dropout (eval: identity).
 
-Expected verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: translates; verdict pending op records
-(issue 22: batch_norm, hardswish_, hardsigmoid, relu_, adaptive_avg_pool2d, add_).
+Expected verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: translates once its ops have op records;
+verdict pending op records (issue 22; missing today: batch_norm, in-place hardswish_, relu and relu_, hardsigmoid,
+adaptive_avg_pool2d, in-place add_, dropout_).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -5,8 +5,9 @@ class hard-codes them, so a subclass sets `inplanes` and stage widths and reuses
 `forward`), 10 classes, eval mode (BatchNorm with randomized running statistics); ~176k parameters.
 Ops met: conv2d, batch_norm, relu_, max_pool2d, in-place add_, adaptive_avg_pool2d, flatten, linear.
 
-Expected verdict of `precfuzz audit corpus/zoo/resnet18.py`: translates; verdict pending op records
-(issue 22: batch_norm, relu_, max_pool2d, add_, adaptive_avg_pool2d).
+Expected verdict of `precfuzz audit corpus/zoo/resnet18.py`: translates once its ops have op records; verdict
+pending op records (issue 22; missing today: batch_norm, in-place relu_ and add_, max_pool2d,
+adaptive_avg_pool2d).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -5,11 +5,11 @@ config, float32, random weights, one 1x3x16x16 sample at timestep 500.
 Config: `UNet2DModel(sample_size=16, in_channels=3, out_channels=3, layers_per_block=1,
 block_out_channels=(16, 32), down_block_types=("DownBlock2D", "AttnDownBlock2D"),
 up_block_types=("AttnUpBlock2D", "UpBlock2D"), norm_num_groups=8, attention_head_dim=8)`; forward returns
-`.sample`; ~150k parameters.
+`.sample`; ~177k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/unet2d.py`: translates; verdict pending op records
-(issue 22: arange/exp timestep embedding with cat/slice, expand, upsample_nearest2d, cat of skips,
-scaled_dot_product_attention).
+Expected verdict of `precfuzz audit corpus/zoo/unet2d.py`: translates once its ops have op records; verdict
+pending op records (issue 22; missing today: timestep embedding (ones, arange, cat, slice),
+scaled_dot_product_attention, upsample_nearest2d, cat of skips).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

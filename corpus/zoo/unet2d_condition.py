@@ -5,11 +5,11 @@ weights, one 1x4x8x8 latent at timestep 500 with 6 text-state tokens.
 Config: `UNet2DConditionModel(sample_size=8, in_channels=4, out_channels=4, layers_per_block=1,
 block_out_channels=(16, 32), down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
 up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32, norm_num_groups=8,
-attention_head_dim=8)`; forward returns `.sample`; ~250k parameters.
+attention_head_dim=8)`; forward returns `.sample`; ~203k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: translates; verdict pending op records
-(issue 22: timestep embedding (arange, exp, cat, slice), expand, permute, chunk (GEGLU),
-scaled_dot_product_attention, upsample_nearest2d, cat of skips).
+Expected verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: translates once its ops have op records;
+verdict pending op records (issue 22; missing today: timestep embedding (arange, cat, slice), expand, permute,
+chunk (GEGLU, and its getitem), scaled_dot_product_attention, upsample_nearest2d, cat of skips).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

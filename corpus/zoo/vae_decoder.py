@@ -5,10 +5,11 @@ random weights, one 1x4x8x8 latent.
 Config: `AutoencoderKL(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
 up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(16, 32), layers_per_block=1, latent_channels=4,
 norm_num_groups=8, sample_size=16)`; forward(z) returns `vae.decode(z).sample` (a 1x3x16x16 image); the
-encoder's weights are made but unused; ~200k decoder parameters.
+encoder's weights are made but unused; ~102k decoder parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/vae_decoder.py`: translates; verdict pending op records
-(issue 22: scaled_dot_product_attention (mid-block attention), upsample_nearest2d).
+Expected verdict of `precfuzz audit corpus/zoo/vae_decoder.py`: translates once its ops have op records; verdict
+pending op records (issue 22; missing today: scaled_dot_product_attention (mid-block attention),
+upsample_nearest2d).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

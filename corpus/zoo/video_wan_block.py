@@ -8,12 +8,12 @@ with `.to(torch.bfloat16)` (one transformer block: Conv3d patchify, 3D rotary em
 cross-attention with RMS q/k norms, adaLN modulation); bf16 latents and noise [1, 4, 2, 8, 8] (2 frames
 of 8x8), int64 timestep [500], bf16 text states [1, 6, 32]; ~25k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/video_wan_block.py` (exit 1 once it translates): a model
-hazard under model.to(bfloat16) (the module as given): the Conv3d `patch_embedding` gets float32, promoted
-by the float32 schedule `sigma` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`.
-`video_wan_block.py:make_fixed` (the cast added): no hazard. Verdict pending op records (issue 22:
-split_with_sizes/slice/cat of the rotary tables, expand, unflatten, chunk, unbind, permute,
-scaled_dot_product_attention, empty_like + copy_ of the rotary output).
+Expected verdict of `precfuzz audit corpus/zoo/video_wan_block.py` (exit 1 once it translates): a model hazard
+under model.to(bfloat16) (the module as given): the Conv3d `patch_embedding` gets float32, promoted by the float32
+schedule `sigma` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`. `video_wan_block.py:make_fixed`
+(the cast added): no hazard. Verdict pending op records (issue 22; missing today: split_with_sizes, slice and cat
+of the rotary tables, getitem, type_as, unflatten, permute, expand, chunk, unbind, empty_like + copy_ into strided
+slices (the rotary output), arange, scaled_dot_product_attention).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -3,11 +3,12 @@ float32, random weights, one 1x3x32x32 image.
 
 Config: `VisionTransformer(img_size=32, patch_size=8, embed_dim=48, depth=2, num_heads=3, num_classes=10)`
 (ViT-tiny's 3 heads and MLP ratio 4 at 1/4 of its width and 1/6 of its depth: 16 patches + class token);
-~60k parameters. Ops met: conv2d patch embedding, cat (class token), expand, layer_norm, linear, unbind of qkv,
+~67k parameters. Ops met: conv2d patch embedding, cat (class token), expand, layer_norm, linear, unbind of qkv,
 scaled_dot_product_attention, gelu, slice/select of the class token.
 
-Expected verdict of `precfuzz audit corpus/zoo/vit_tiny.py`: translates; verdict pending op records
-(issue 22: scaled_dot_product_attention, permute, unbind, cat, expand, select/slice).
+Expected verdict of `precfuzz audit corpus/zoo/vit_tiny.py`: translates once its ops have op records; verdict
+pending op records (issue 22; missing today: scaled_dot_product_attention, permute, unbind (and its getitem), cat,
+expand, select).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 
