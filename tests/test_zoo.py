@@ -130,7 +130,7 @@ def test_ops_markdown_lists_missing_overloads_by_model() -> None:
     entries[1].inventory = Inventory("bad", forms={"export": [OpCount("aten.permute.default", 1, ["bfloat16"], 1, False,
                                                                       True)]}).to_json()
     text = ops_markdown(entries)
-    assert "| `aten.permute.default` | 4 | 2 | 1 | yes | bfloat16, float32 | 3 | 1 |" in text
+    assert "| `aten.permute.default` | 4 | 2 | 1 | 0 | yes | bfloat16, float32 | 3 | 1 |" in text
     assert "aten.linear.default` |" not in text
     assert "### bad (exit 2)" in text
 

@@ -39,6 +39,7 @@ class OpCount:
     input_free: int  # occurrences fed by no model input (only constants, parameters, buffers)
     translated: bool  # the audit's table() has it
     core: bool  # a core-ATen op (run_decompositions keeps it)
+    dead: int = 0  # occurrences whose result reaches no output (dead code the graph still holds)
 
 
 @dataclass
@@ -124,8 +125,10 @@ def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
     graph = ep.graph_module.graph
     user_inputs = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT}
     fed: set[str] = set()  # nodes that depend on a model input
+    live = _live(graph)
     counts: Counter[str] = Counter()
     free: Counter[str] = Counter()
+    dead: Counter[str] = Counter()
     dtypes: dict[str, set[str]] = {}
     flags: dict[str, tuple[bool, bool]] = {}
     for n in graph.nodes:
@@ -142,9 +145,27 @@ def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
         name = op_name(n.target)
         counts[name] += 1
         free[name] += n.name not in fed
+        dead[name] += n.name not in live
         dtypes.setdefault(name, set()).update(_dtypes(n.meta.get("val")))
         flags[name] = (n.target in translated, _is_core(n.target))
-    return [OpCount(op, c, sorted(dtypes[op]), free[op], *flags[op]) for op, c in counts.most_common()]
+    return [OpCount(op, c, sorted(dtypes[op]), free[op], *flags[op], dead[op]) for op, c in counts.most_common()]
+
+
+def _live(graph: Any) -> set[str]:
+    """Names of the nodes an output depends on, and of in-place ops writing into one of them (their effect is live)."""
+    live: set[str] = set()
+    stack = [n for n in graph.nodes if n.op == "output"]
+    while stack:
+        n = stack.pop()
+        if n.name in live:
+            continue
+        live.add(n.name)
+        stack.extend(n.all_input_nodes)
+        for u in n.users:  # a mutation of a live value (copy_ into it, add_) is live too
+            schema = getattr(getattr(u, "target", None), "_schema", None)
+            if schema is not None and schema.is_mutable and u.args and u.args[0] is n:
+                stack.append(u)
+    return live
 
 
 def lifted_constants(ep: Any) -> list[Constant]:

@@ -101,13 +101,22 @@ def run_child(cmd: list[str], timeout: float) -> tuple[int | None, str, str, flo
         out, err = proc.communicate(timeout=timeout)
         code: int | None = proc.returncode
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
+        _kill_session(proc)
         out, err = proc.communicate()
         code = None
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM turned into KeyboardInterrupt): the child goes too
+        _kill_session(proc)
+        proc.wait()
+        raise
     return code, out, err, time.monotonic() - t0
+
+
+def _kill_session(proc: subprocess.Popen) -> None:
+    """SIGKILL the child's session (its process group: the audit and the backend workers it started)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
 
 
 def error_line(stderr: str) -> str:
@@ -279,24 +288,26 @@ def ops_markdown(entries: list[ZooEntry]) -> str:
                      + f" | {len(missing)} | {_cell(consts) or '-'} |")
     for form, title in FORMS.items():
         rows: dict[str, dict[str, int]] = {}
-        info: dict[str, tuple[set[str], int, bool]] = {}
+        info: dict[str, tuple[set[str], int, int, bool]] = {}
         for name, inv in invs.items():
             for o in inv.ops(form):
                 if o.translated:
                     continue
                 rows.setdefault(o.op, {})[name] = o.count
-                dts, free, _ = info.get(o.op, (set(), 0, o.core))
-                info[o.op] = (dts | set(o.dtypes), free + o.input_free, o.core)
+                dts, free, dead, _ = info.get(o.op, (set(), 0, 0, o.core))
+                info[o.op] = (dts | set(o.dtypes), free + o.input_free, dead + o.dead, o.core)
         order = sorted(rows, key=lambda op: (-sum(rows[op].values()), op))
         lines += ["", f"## Missing overloads: {title}", "",
                   "count: occurrences over the zoo; input-free: of them, fed by no model input (constants, "
-                  "parameters, buffers only); core: a core-ATen op (run_decompositions() keeps it).", "",
-                  "| op | count | models | input-free | core | dtypes | " + " | ".join(models) + " |",
-                  "|---|---|---|---|---|---|" + "---|" * len(models)]
+                  "parameters, buffers only); dead: of them, reaching no output; core: a core-ATen op "
+                  "(run_decompositions() keeps it).", "",
+                  "| op | count | models | input-free | dead | core | dtypes | " + " | ".join(models) + " |",
+                  "|---|---|---|---|---|---|---|" + "---|" * len(models)]
         for op in order:
-            dts, free, core = info[op]
-            lines.append(f"| `{op}` | {sum(rows[op].values())} | {len(rows[op])} | {free} | {'yes' if core else 'no'} "
-                         f"| {', '.join(sorted(dts))} | " + " | ".join(str(rows[op].get(m, "")) for m in models) + " |")
+            dts, free, dead, core = info[op]
+            lines.append(f"| `{op}` | {sum(rows[op].values())} | {len(rows[op])} | {free} | {dead} | "
+                         f"{'yes' if core else 'no'} | {', '.join(sorted(dts))} | "
+                         + " | ".join(str(rows[op].get(m, "")) for m in models) + " |")
     errors = [(e.model, e.exit, e.error) for e in entries if e.error]
     if errors:
         lines += ["", "## `precfuzz audit` errors, exactly", ""]

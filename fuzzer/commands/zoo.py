@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -33,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-inventory", action="store_true", help="skip the op inventory (audits only)")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run(args: argparse.Namespace) -> int:
     """Audit the zoo; exit 0 when every model audited end to end, else 1."""
     from ..audit.zoo import discover, junit, markdown, ops_markdown, run_zoo, summary, to_json
@@ -50,8 +55,12 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail(str(exc))
     log = (lambda line: print(f"[zoo] {line}", file=sys.stderr, flush=True))
-    entries = run_zoo([p.resolve() for p in paths], out.resolve() / "audit", args.timeout, args.executors,
-                      inventory=not args.no_inventory, log=log)
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # so the audit running in its own session is ended too
+    try:
+        entries = run_zoo([p.resolve() for p in paths], out.resolve() / "audit", args.timeout, args.executors,
+                          inventory=not args.no_inventory, log=log)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     out.mkdir(parents=True, exist_ok=True)
     replace_file(out / "zoo.json", json.dumps(to_json(entries), indent=1, default=str) + "\n")
     replace_file(out / "zoo.md", markdown(entries))
