@@ -152,19 +152,19 @@ def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
 
 
 def _live(graph: Any) -> set[str]:
-    """Names of the nodes an output depends on, and of in-place ops writing into one of them (their effect is live)."""
+    """Names of the nodes an output or a mutation depends on (an in-place op, `copy_` into a slice view of a
+    buffer, has an effect whatever uses its result: it is kept, as fx's dead-code elimination keeps it)."""
+    def mutates(n: Any) -> bool:
+        schema = getattr(getattr(n, "target", None), "_schema", None)
+        return n.op == "call_function" and schema is not None and schema.is_mutable
+
     live: set[str] = set()
-    stack = [n for n in graph.nodes if n.op == "output"]
+    stack = [n for n in graph.nodes if n.op == "output" or mutates(n)]
     while stack:
         n = stack.pop()
-        if n.name in live:
-            continue
-        live.add(n.name)
-        stack.extend(n.all_input_nodes)
-        for u in n.users:  # a mutation of a live value (copy_ into it, add_) is live too
-            schema = getattr(getattr(u, "target", None), "_schema", None)
-            if schema is not None and schema.is_mutable and u.args and u.args[0] is n:
-                stack.append(u)
+        if n.name not in live:
+            live.add(n.name)
+            stack.extend(n.all_input_nodes)
     return live
 
 
