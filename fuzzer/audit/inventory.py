@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 ASSERT_PREFIXES = ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range", "_assert_async")
+MAX_CALLS = 4  # distinct calls kept per op and graph
 FORMS = {  # form -> what it is (the decomposition it takes)
     "export": "torch.export.export (what the audit translates today)",
     "functional": "ep.run_decompositions({}) (functional: no in-place ops, no dead code; no op decomposed)",
@@ -40,6 +41,7 @@ class OpCount:
     translated: bool  # the audit's table() has it
     core: bool  # a core-ATen op (run_decompositions keeps it)
     dead: int = 0  # occurrences whose result reaches no output (dead code the graph still holds)
+    calls: list[str] = field(default_factory=list)  # distinct calls (tensors as dtype[shape]), MAX_CALLS at most
 
 
 @dataclass
@@ -131,6 +133,7 @@ def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
     dead: Counter[str] = Counter()
     dtypes: dict[str, set[str]] = {}
     flags: dict[str, tuple[bool, bool]] = {}
+    calls: dict[str, list[str]] = {}
     for n in graph.nodes:
         if n.op == "placeholder":
             if n.name in user_inputs:
@@ -148,7 +151,33 @@ def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
         dead[name] += n.name not in live
         dtypes.setdefault(name, set()).update(_dtypes(n.meta.get("val")))
         flags[name] = (n.target in translated, _is_core(n.target))
-    return [OpCount(op, c, sorted(dtypes[op]), free[op], *flags[op], dead[op]) for op, c in counts.most_common()]
+        seen = calls.setdefault(name, [])
+        if len(seen) < MAX_CALLS and (call := render_call(n)) not in seen:
+            seen.append(call)
+    return [OpCount(op, c, sorted(dtypes[op]), free[op], *flags[op], dead[op], calls[op])
+            for op, c in counts.most_common()]
+
+
+def render_call(n: Any) -> str:
+    """`(float32[1, 2, 12, 32], float32[1, 2, 12, 32], float32[1, 2, 12, 32], is_causal=True) -> float32[...]`."""
+    import torch
+
+    def show(a: Any) -> str:
+        if isinstance(a, torch.fx.Node):
+            val = a.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                return f"{str(val.dtype).replace('torch.', '')}{list(val.shape)}"
+            return a.name
+        if isinstance(a, (list, tuple)):
+            return "[" + ", ".join(show(x) for x in a) + "]"
+        return str(a).replace("torch.", "") if not isinstance(a, float) else f"{a:.6g}"
+
+    args = [show(a) for a in n.args] + [f"{k}={show(v)}" for k, v in n.kwargs.items()]
+    out = n.meta.get("val")
+    result = show(n) if isinstance(out, torch.Tensor) else ("(" + ", ".join(
+        f"{str(v.dtype).replace('torch.', '')}{list(v.shape)}" for v in out if isinstance(v, torch.Tensor)) + ")"
+        if isinstance(out, (tuple, list)) else "?")
+    return f"({', '.join(args)}) -> {result}"
 
 
 def _live(graph: Any) -> set[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 from xml.sax.saxutils import escape, quoteattr
 
-from .inventory import FORMS, Inventory
+from .inventory import FORMS, MAX_CALLS, Inventory
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "corpus" / "zoo"
@@ -308,6 +308,16 @@ def ops_markdown(entries: list[ZooEntry]) -> str:
             lines.append(f"| `{op}` | {sum(rows[op].values())} | {len(rows[op])} | {free} | {dead} | "
                          f"{'yes' if core else 'no'} | {', '.join(sorted(dts))} | "
                          + " | ".join(str(rows[op].get(m, "")) for m in models) + " |")
+    lines += ["", "## How the missing overloads are called", "",
+              "Distinct calls per model (tensors as dtype[shape]; at most "
+              f"{MAX_CALLS} per model), from the first form holding the op (export, then functional, then core).", ""]
+    missing = {o.op for inv in invs.values() for f in FORMS for o in inv.ops(f) if not o.translated}
+    for op in sorted(missing):
+        lines.append(f"- `{op}`:")
+        for name, inv in invs.items():
+            found = next((o for f in FORMS for o in inv.ops(f) if o.op == op), None)
+            if found is not None:
+                lines += [f"  - {name}: `{_cell(c)}`" for c in found.calls]
     errors = [(e.model, e.exit, e.error) for e in entries if e.error]
     if errors:
         lines += ["", "## `precfuzz audit` errors, exactly", ""]
