@@ -147,5 +147,7 @@ def test_zoo_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "no zoo model 'no_such_model'" in capsys.readouterr().err
     assert main(["zoo", "--models", ","]) == 2
     assert "names no model" in capsys.readouterr().err
+    assert main(["zoo", "--models", "resnet18", "--junit", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
     with pytest.raises(ValueError, match="known:"):
         discover(DEFAULT_DIR, ["resnet"])

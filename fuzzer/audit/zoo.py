@@ -189,8 +189,8 @@ def _cell(value: Any) -> str:
 
 
 def _cell_text(c: dict[str, Any]) -> str:
-    ratio = c.get("ratio")
-    text = f"runs {ratio:.2g}" if c.get("status") == "runs" and isinstance(ratio, (int, float)) else str(c.get("status"))
+    ratio, status = c.get("ratio"), str(c.get("status"))
+    text = f"runs {ratio:.2g}" if status == "runs" and isinstance(ratio, (int, float)) else status
     return text + (" BUG" if c.get("bug") else "")
 
 
@@ -223,7 +223,8 @@ def markdown(entries: list[ZooEntry]) -> str:
              f"{s['seconds']:.0f} s; budget {BUDGET_S:.0f} s per model"
              + (f", over it: {', '.join(s['over_budget'])}" if s["over_budget"] else "") + ". "
              f"ATen ops translated / met (export form, by occurrence): {s['ops_translated']}/{s['ops_met']}.", "",
-             "| model | what | outcome | exit | seconds | ops translated / met | error |", "|---|---|---|---|---|---|---|"]
+             "| model | what | outcome | exit | seconds | ops translated / met | error |",
+             "|---|---|---|---|---|---|---|"]
     for e in entries:
         lines.append(f"| {e.model} | {_cell(e.title)} | {e.outcome} | {'-' if e.exit is None else e.exit} | "
                      f"{e.seconds:.1f} | {_coverage(e)} | {_cell(e.error[:300])} |")

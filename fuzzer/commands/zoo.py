@@ -17,7 +17,16 @@ import sys
 from pathlib import Path
 
 from ..outfiles import replace_file
-from .common import EXIT_FINDING, EXIT_OK, UsageError, fail, select_executors, timeout_seconds, writable_dir
+from .common import (
+    EXIT_FINDING,
+    EXIT_OK,
+    UsageError,
+    fail,
+    select_executors,
+    timeout_seconds,
+    writable_dir,
+    writable_file,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
             select_executors(args.executors)  # a bad name is one line here, not twelve failed audits
         paths = discover(Path(args.dir), names)
         out = writable_dir(args.out, "--out")
+        junit_path = writable_file(args.junit, "--junit") if args.junit else out / "junit.xml"
     except ValueError as exc:
         return fail(str(exc))
     except UsageError as exc:
@@ -66,9 +76,8 @@ def run(args: argparse.Namespace) -> int:
     replace_file(out / "zoo.md", markdown(entries))
     if not args.no_inventory:
         replace_file(out / "ops.md", "# precfuzz zoo: ATen op inventory\n\n" + ops_markdown(entries))
-    replace_file(Path(args.junit) if args.junit else out / "junit.xml", junit(entries))
+    replace_file(junit_path, junit(entries))
     s = summary(entries)
     print(json.dumps(s))
-    log(f"wrote {out / 'zoo.md'}, zoo.json{', ops.md' if not args.no_inventory else ''} and "
-        f"{args.junit or out / 'junit.xml'}")
+    log(f"wrote {out / 'zoo.md'}, zoo.json{', ops.md' if not args.no_inventory else ''} and {junit_path}")
     return EXIT_OK if s["failed"] == 0 else EXIT_FINDING
