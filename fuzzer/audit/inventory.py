@@ -1,4 +1,4 @@
-"""The ATen overloads a model's exported graph holds, counted by occurrence, and which the audit's table lacks.
+"""The ATen overloads a model's exported graph holds, counted by occurrence, and which the translation lacks.
 
 `python -m fuzzer.audit.inventory MODEL.py[:FUNC]` prints one JSON object (the zoo harness runs it in a child
 process per model). Three forms of the graph are counted (FORMS): what `torch.export.export` gives (what
@@ -38,9 +38,10 @@ class OpCount:
     count: int
     dtypes: list[str]
     input_free: int  # occurrences fed by no model input (only constants, parameters, buffers)
-    translated: bool  # the audit's table() has it
+    translated: bool  # the translation takes it as it is (an op record's overload, a pass-through, getitem)
     core: bool  # a core-ATen op (run_decompositions keeps it)
     dead: int = 0  # occurrences whose result reaches no output (dead code the graph still holds)
+    decomposable: bool = False  # untranslated, but torch.export's default table decomposes it (translate tries)
     calls: list[str] = field(default_factory=list)  # distinct calls (tensors as dtype[shape]), MAX_CALLS at most
 
 
@@ -122,6 +123,9 @@ def _is_core(target: Any) -> bool:
 
 def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
     """Every call_function of the exported program's graph, grouped by overload (assert ops left out)."""
+    import operator
+
+    import torch
     from torch.export.graph_signature import InputKind
 
     graph = ep.graph_module.graph
@@ -150,12 +154,13 @@ def count_ops(ep: Any, translated: set[Any]) -> list[OpCount]:
         free[name] += n.name not in fed
         dead[name] += n.name not in live
         dtypes.setdefault(name, set()).update(_dtypes(n.meta.get("val")))
-        flags[name] = (n.target in translated, _is_core(n.target))
+        flags[name] = (n.target in translated or n.target is operator.getitem, _is_core(n.target))
         seen = calls.setdefault(name, [])
         if len(seen) < MAX_CALLS and (call := render_call(n)) not in seen:
             seen.append(call)
-    return [OpCount(op, c, sorted(dtypes[op]), free[op], *flags[op], dead[op], calls[op])
-            for op, c in counts.most_common()]
+    decomposes = {op_name(t) for t in torch.export.default_decompositions()}
+    return [OpCount(op, c, sorted(dtypes[op]), free[op], *flags[op], dead[op], not flags[op][0] and op in decomposes,
+                    calls[op]) for op, c in counts.most_common()]
 
 
 def render_call(n: Any) -> str:
@@ -220,10 +225,10 @@ def inventory(module: Any, args: tuple[Any, ...], model: str, model_file: str | 
 
     import torch
 
-    from .translate import AuditInputError, capture, table, translate
+    from .translate import AuditInputError, capture, passthrough, table, translate
 
     inv = Inventory(model)
-    ops = set(table())
+    ops = set(table()) | set(passthrough())
     inv.stage = "export"
     t0 = time.perf_counter()
     try:

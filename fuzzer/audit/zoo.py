@@ -276,7 +276,8 @@ def ops_markdown(entries: list[ZooEntry]) -> str:
     invs = {e.model: Inventory.from_json(e.inventory) for e in entries if e.inventory}
     models = list(invs)
     lines = ["## Per model", "",
-             "Ops met / translated by the audit's table today, by occurrence, in each form of the graph (FORMS in "
+             "Ops met / translated as they are (an op record's overload, a pass-through, getitem), by occurrence, "
+             "in each form of the graph (FORMS in "
              "fuzzer/audit/inventory.py); values: parameter, buffer and input values held inline.", "",
              "| model | export | values | " + " | ".join(f"{f}: translated / met" for f in FORMS)
              + " | missing overloads (export) | lifted constants |", "|---|---|---|" + "---|" * len(FORMS) + "---|---|"]
@@ -289,25 +290,28 @@ def ops_markdown(entries: list[ZooEntry]) -> str:
                      + f" | {len(missing)} | {_cell(consts) or '-'} |")
     for form, title in FORMS.items():
         rows: dict[str, dict[str, int]] = {}
-        info: dict[str, tuple[set[str], int, int, bool]] = {}
+        info: dict[str, tuple[set[str], int, int, bool, bool]] = {}
         for name, inv in invs.items():
             for o in inv.ops(form):
                 if o.translated:
                     continue
                 rows.setdefault(o.op, {})[name] = o.count
-                dts, free, dead, _ = info.get(o.op, (set(), 0, 0, o.core))
-                info[o.op] = (dts | set(o.dtypes), free + o.input_free, dead + o.dead, o.core)
+                dts, free, dead, _, _ = info.get(o.op, (set(), 0, 0, o.core, o.decomposable))
+                info[o.op] = (dts | set(o.dtypes), free + o.input_free, dead + o.dead, o.core, o.decomposable)
         order = sorted(rows, key=lambda op: (-sum(rows[op].values()), op))
+        yes = lambda flag: "yes" if flag else "no"  # noqa: E731
         lines += ["", f"## Missing overloads: {title}", "",
                   "count: occurrences over the zoo; input-free: of them, fed by no model input (constants, "
                   "parameters, buffers only); dead: of them, reaching no output; core: a core-ATen op "
-                  "(run_decompositions() keeps it).", "",
-                  "| op | count | models | input-free | dead | core | dtypes | " + " | ".join(models) + " |",
-                  "|---|---|---|---|---|---|---|" + "---|" * len(models)]
+                  "(run_decompositions() keeps it); decomposes: torch.export's default table decomposes it (the "
+                  "translation tries that when no record takes it).", "",
+                  "| op | count | models | input-free | dead | core | decomposes | dtypes | "
+                  + " | ".join(models) + " |",
+                  "|---|---|---|---|---|---|---|---|" + "---|" * len(models)]
         for op in order:
-            dts, free, dead, core = info[op]
-            lines.append(f"| `{op}` | {sum(rows[op].values())} | {len(rows[op])} | {free} | {dead} | "
-                         f"{'yes' if core else 'no'} | {', '.join(sorted(dts))} | "
+            dts, free, dead, core, decomposes = info[op]
+            lines.append(f"| `{op}` | {sum(rows[op].values())} | {len(rows[op])} | {free} | {dead} | {yes(core)} | "
+                         f"{yes(decomposes)} | {', '.join(sorted(dts))} | "
                          + " | ".join(str(rows[op].get(m, "")) for m in models) + " |")
     lines += ["", "## How the missing overloads are called", "",
               "Distinct calls per model (tensors as dtype[shape]; at most "
