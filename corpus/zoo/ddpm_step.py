@@ -12,9 +12,8 @@ latents and noise [1, 4, 8, 8], int64 timestep [500]; ~165k parameters.
 Expected verdict of `precfuzz audit corpus/zoo/ddpm_step.py` (exit 1 once it translates): a model hazard under
 model.to(bfloat16) (the module as given): the UNet's `conv_in` gets float32, promoted by the float32 schedule
 `sqrt_alpha_prod` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`. `ddpm_step.py:make_fixed` (the
-cast added): no hazard. Verdict pending op records (issue 22; missing today: index (the schedule table at the
-timestep), pow, timestep embedding (ones, arange, cat, slice), scaled_dot_product_attention (mid-block attention),
-upsample_nearest2d, cat of skips).
+cast added): no hazard. Today exit 2 (measured 2026-12-01): `aten.index.Tensor` (`self.alphas_cumprod[timestep]`)
+has no op record; every other op translates.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

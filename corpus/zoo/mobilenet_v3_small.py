@@ -5,9 +5,9 @@ reduced_tail=True)`) into `MobileNetV3`, 10 classes, eval mode (BatchNorm with r
 statistics); ~62k parameters. Ops met: conv2d (depthwise too), batch_norm, hardswish_, relu_,
 squeeze-excitation (adaptive_avg_pool2d, hardsigmoid), in-place add_, flatten, linear, dropout (eval: identity).
 
-Expected verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: translates once its ops have op records;
-verdict pending op records (issue 22; missing today: batch_norm, in-place hardswish_, relu and relu_, hardsigmoid,
-adaptive_avg_pool2d, in-place add_, dropout_).
+Expected verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: exit 2 today (measured 2026-12-01):
+`aten.dropout_.default` (eval-mode in-place dropout in the classifier, a pass-through) is not taken; every other
+op translates.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -7,9 +7,10 @@ block_out_channels=(16, 32), down_block_types=("CrossAttnDownBlock2D", "DownBloc
 up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32, norm_num_groups=8,
 attention_head_dim=8)`; forward returns `.sample`; ~203k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: translates once its ops have op records;
-verdict pending op records (issue 22; missing today: timestep embedding (arange, cat, slice), expand, permute,
-chunk (GEGLU, and its getitem), scaled_dot_product_attention, upsample_nearest2d, cat of skips).
+Expected verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: exit 1 (measured 2026-12-01: 253 s at load
+4.5) with one model hazard under model.to(bfloat16) at the time embedding's `linear_1`, a false alarm: export
+bakes float32 into the time embedding's cast to the UNet's dtype; the real breaks are the float32 latent and text
+states, input casts the caller owes (the real bf16 UNet with bf16 inputs runs).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -11,9 +11,9 @@ of 8x8), int64 timestep [500], bf16 text states [1, 6, 32]; ~25k parameters.
 Expected verdict of `precfuzz audit corpus/zoo/video_wan_block.py` (exit 1 once it translates): a model hazard
 under model.to(bfloat16) (the module as given): the Conv3d `patch_embedding` gets float32, promoted by the float32
 schedule `sigma` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`. `video_wan_block.py:make_fixed`
-(the cast added): no hazard. Verdict pending op records (issue 22; missing today: split_with_sizes, slice and cat
-of the rotary tables, getitem, type_as, unflatten, permute, expand, chunk, unbind, empty_like + copy_ into strided
-slices (the rotary output), arange, scaled_dot_product_attention).
+(the cast added): no hazard. Today exit 2 (measured 2026-12-01): the rotary output is written with `empty_like` +
+`copy_` into `out[..., 0::2]` and `out[..., 1::2]`, which the translation decomposes into `empty_permuted`, `copy`
+and `slice_scatter`, none of them with an op record.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 
