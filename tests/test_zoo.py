@@ -20,12 +20,7 @@ from fuzzer.cli import main
 ZOO_MODELS = sorted(p.stem for p in DEFAULT_DIR.glob("*.py") if not p.name.startswith("_"))
 
 # models whose translation still stops at ops without an op record (issue 22); drop a name as its ops land
-TRANSLATION_PENDING = {
-    "bert",  # aten.index.Tensor (the padding mask indexed by int64 grids)
-    "ddpm_step",  # aten.index.Tensor (alphas_cumprod[timestep])
-    "mobilenet_v3_small",  # aten.dropout_.default (eval mode: a pass-through)
-    "video_wan_block",  # empty_like + copy_ into strided slices: empty_permuted, copy, slice_scatter once decomposed
-}
+TRANSLATION_PENDING: set[str] = set()  # every zoo model translates since main de8e5c1
 
 
 def _zoo_libraries() -> None:
