@@ -43,7 +43,7 @@ def test_the_zoo_has_its_twelve_models_each_documented() -> None:
     for name in ZOO_MODELS:
         tree = ast.parse((DEFAULT_DIR / f"{name}.py").read_text())
         doc = ast.get_docstring(tree) or ""
-        assert "Expected verdict" in doc and "Config" in doc and "nothing is downloaded" in doc, name
+        assert "Verdict of `precfuzz audit" in doc and "Config" in doc and "nothing is downloaded" in doc, name
         assert any(isinstance(n, ast.FunctionDef) and n.name == "make" for n in tree.body), name
         assert title_of(DEFAULT_DIR / f"{name}.py"), name
     assert set(TRANSLATION_PENDING) <= set(ZOO_MODELS)

@@ -9,11 +9,13 @@ layers_per_block=1, block_out_channels=(16, 32), down_block_types=("DownBlock2D"
 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8)` moved with `.to(torch.bfloat16)`; bf16
 latents and noise [1, 4, 8, 8], int64 timestep [500]; ~165k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/ddpm_step.py` (exit 1 once it translates): a model hazard under
-model.to(bfloat16) (the module as given): the UNet's `conv_in` gets float32, promoted by the float32 schedule
-`sqrt_alpha_prod` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`. `ddpm_step.py:make_fixed` (the
-cast added): no hazard. Today exit 2 (measured 2026-12-01): `aten.index.Tensor` (`self.alphas_cumprod[timestep]`)
-has no op record; every other op translates.
+Verdict of `precfuzz audit corpus/zoo/ddpm_step.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2
+shared cores at load 3.5: 102 s) with the hazard, mislocated: the real break is the UNet's `conv_in` getting the
+float32 `noisy` (PyTorch raises there: `Input type (float) and bias type (c10::BFloat16)`; fix
+`noisy.to(latents.dtype)`), but the audit names the time embedding's `linear_1` and the fix
+`t_emb.to(torch.bfloat16)`: the module raises on its example args, so it is captured with float32 parameters,
+which bakes float32 into diffusers' `t_emb.to(dtype=self.dtype)`, the first op the graph breaks at.
+`ddpm_step.py:make_fixed` (the cast added): exit 0, clean (129 s).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -7,13 +7,13 @@ num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)`, attn
 DynamicCache starts each layer's keys and values as `torch.tensor([])`, which torch.export lifts to empty
 constants `<attn>.lifted_tensor_<k>` that torch.cat skips); forward returns the logits; ~107k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/llama.py`: exit 1 (measured 2026-12-01: 57 s) with two model
-hazards. Under model.to(bfloat16) at `q_proj`: a false alarm (the real `model.to(torch.bfloat16)(ids)` runs;
-export bakes float32 into LlamaRMSNorm's `hidden_states.to(input_dtype)`). Under autocast(bfloat16) on torch_xla
-at scaled_dot_product_attention: real (checked: torch_xla's autocast raises `Expected query, key, and value to
-have the same dtype` on this model, query and key float32 from the rotary arithmetic, value bf16 from an autocast
-linear; CPU autocast runs), though the audit names no culprit (`0`) and proposes a cast to an int64 arange's
-dtype.
+Verdict of `precfuzz audit corpus/zoo/llama.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2 shared
+cores at load 3.5: 70 s) with two model hazards. Under model.to(bfloat16) at `q_proj`: a false alarm (the real
+`model.to(torch.bfloat16)(ids)` runs; export bakes float32 into LlamaRMSNorm's `hidden_states.to(input_dtype)`).
+Under autocast(bfloat16) on torch_xla at scaled_dot_product_attention: real (checked: torch_xla's autocast raises
+`Expected query, key, and value to have the same dtype` on this model, query and key float32 from the rotary
+arithmetic, value bf16 from an autocast linear; CPU autocast runs), though the audit names no culprit (`0`) and
+proposes a cast to an int64 arange's dtype.
 Weights are random, made in code (seeded); nothing is downloaded (HF_HUB_OFFLINE=1).
 """
 

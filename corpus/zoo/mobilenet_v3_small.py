@@ -5,9 +5,9 @@ reduced_tail=True)`) into `MobileNetV3`, 10 classes, eval mode (BatchNorm with r
 statistics); ~62k parameters. Ops met: conv2d (depthwise too), batch_norm, hardswish_, relu_,
 squeeze-excitation (adaptive_avg_pool2d, hardsigmoid), in-place add_, flatten, linear, dropout (eval: identity).
 
-Expected verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: exit 2 today (measured 2026-12-01):
-`aten.dropout_.default` (eval-mode in-place dropout in the classifier, a pass-through) is not taken; every other
-op translates.
+Verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: exit 0, clean (measured 2026-12-01 on main
+de8e5c1, 2 shared cores at load 3.5: 146 s). Under model.to(bfloat16) the float32 image is an input cast the
+caller owes; with `x` as bfloat16 it runs.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

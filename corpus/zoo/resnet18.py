@@ -5,10 +5,10 @@ class hard-codes them, so a subclass sets `inplanes` and stage widths and reuses
 `forward`), 10 classes, eval mode (BatchNorm with randomized running statistics); ~176k parameters.
 Ops met: conv2d, batch_norm, relu_, max_pool2d, in-place add_, adaptive_avg_pool2d, flatten, linear.
 
-Expected verdict of `precfuzz audit corpus/zoo/resnet18.py`: exit 0, clean (measured 2026-12-01: 154 s at load
-4.5). Under model.to(bfloat16) the float32 image is an input cast the caller owes (eager raises at conv1;
-xla/bf16-model fails later, in XLA's HLO verifier, on a batch-norm-inference of mixed float precisions); with `x`
-as bfloat16 it runs.
+Verdict of `precfuzz audit corpus/zoo/resnet18.py`: exit 0, clean (measured 2026-12-01 on main de8e5c1, 2
+shared cores at load 3.5: 86 s). Under model.to(bfloat16) the float32 image is an input cast the caller owes
+(eager raises at conv1; xla/bf16-model fails in XLA's HLO verifier on a batch-norm-inference of mixed float
+precisions instead of a dtype error); with `x` as bfloat16 it runs.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -7,10 +7,10 @@ block_out_channels=(16, 32), down_block_types=("DownBlock2D", "AttnDownBlock2D")
 up_block_types=("AttnUpBlock2D", "UpBlock2D"), norm_num_groups=8, attention_head_dim=8)`; forward returns
 `.sample`; ~177k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/unet2d.py`: exit 1 (measured 2026-12-01: 196 s at load 4.5) with
-one model hazard under model.to(bfloat16) at the time embedding's `linear_1`, a false alarm: export bakes float32
-into diffusers' `t_emb.to(dtype=self.dtype)`; the real break is the float32 sample, an input cast the caller owes
-(the real bf16 UNet with a bf16 sample runs).
+Verdict of `precfuzz audit corpus/zoo/unet2d.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2 shared
+cores at load 3.5: 118 s) with one model hazard under model.to(bfloat16) at the time embedding's `linear_1`, a
+false alarm: export bakes float32 into diffusers' `t_emb.to(dtype=self.dtype)`; the real break is the float32
+sample, an input cast the caller owes (the real bf16 UNet with a bf16 sample runs).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -7,10 +7,11 @@ block_out_channels=(16, 32), down_block_types=("CrossAttnDownBlock2D", "DownBloc
 up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32, norm_num_groups=8,
 attention_head_dim=8)`; forward returns `.sample`; ~203k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: exit 1 (measured 2026-12-01: 253 s at load
-4.5) with one model hazard under model.to(bfloat16) at the time embedding's `linear_1`, a false alarm: export
-bakes float32 into the time embedding's cast to the UNet's dtype; the real breaks are the float32 latent and text
-states, input casts the caller owes (the real bf16 UNet with bf16 inputs runs).
+Verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: exit 1 (measured 2026-12-01 on main de8e5c1,
+2 shared cores at load 3.5: 237 s) with one model hazard under model.to(bfloat16) at the time embedding's
+`linear_1`, a false alarm: export bakes float32 into the time embedding's cast to the UNet's dtype; the real
+breaks are the float32 latent and text states, input casts the caller owes (the real bf16 UNet with bf16 inputs
+runs).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -8,12 +8,12 @@ with `.to(torch.bfloat16)` (one transformer block: Conv3d patchify, 3D rotary em
 cross-attention with RMS q/k norms, adaLN modulation); bf16 latents and noise [1, 4, 2, 8, 8] (2 frames
 of 8x8), int64 timestep [500], bf16 text states [1, 6, 32]; ~25k parameters.
 
-Expected verdict of `precfuzz audit corpus/zoo/video_wan_block.py` (exit 1 once it translates): a model hazard
-under model.to(bfloat16) (the module as given): the Conv3d `patch_embedding` gets float32, promoted by the float32
-schedule `sigma` where it meets the bf16 latents; fix: `noisy.to(latents.dtype)`. `video_wan_block.py:make_fixed`
-(the cast added): no hazard. Today exit 2 (measured 2026-12-01): the rotary output is written with `empty_like` +
-`copy_` into `out[..., 0::2]` and `out[..., 1::2]`, which the translation decomposes into `empty_permuted`, `copy`
-and `slice_scatter`, none of them with an op record.
+Verdict of `precfuzz audit corpus/zoo/video_wan_block.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2
+shared cores at load 3.5: 103 s): the model hazard under model.to(bfloat16) (the module as given): the Conv3d
+`patch_embedding` (transformer_wan.py:670) gets float32, promoted by `sigma = timestep.float() / 1000`
+(video_wan_block.py:39); fix: `noisy.to(latents.dtype)` at video_wan_block.py:41. A second hazard under
+autocast(bfloat16) on torch_xla at scaled_dot_product_attention is a false alarm (checked: torch_xla's autocast
+runs this block). `video_wan_block.py:make_fixed` (the cast added): exit 0, clean (112 s).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 
