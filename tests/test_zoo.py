@@ -144,7 +144,12 @@ def test_zoo_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "no zoo model 'no_such_model'" in capsys.readouterr().err
     assert main(["zoo", "--models", ","]) == 2
     assert "names no model" in capsys.readouterr().err
-    assert main(["zoo", "--models", "resnet18", "--junit", str(tmp_path)]) == 2
+    out = str(tmp_path / "out")
+    assert main(["zoo", "--models", "resnet18", "--out", out, "--junit", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
+    mine = tmp_path / "notes.xml"
+    mine.write_text("someone's notes")
+    assert main(["zoo", "--models", "resnet18", "--out", out, "--junit", str(mine)]) == 2
+    assert "not written by precfuzz" in capsys.readouterr().err and mine.read_text() == "someone's notes"
     with pytest.raises(ValueError, match="known:"):
         discover(DEFAULT_DIR, ["resnet"])

@@ -21,6 +21,7 @@ from .common import (
     EXIT_FINDING,
     EXIT_OK,
     UsageError,
+    add_force,
     fail,
     select_executors,
     timeout_seconds,
@@ -41,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds per model's audit before it is stopped (default 600)")
     parser.add_argument("--executors", help="comma-separated executor names for the audits (default: all available)")
     parser.add_argument("--no-inventory", action="store_true", help="skip the op inventory (audits only)")
+    add_force(parser, "an existing zoo.md, zoo.json, ops.md or --junit file")
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -59,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
             select_executors(args.executors)  # a bad name is one line here, not twelve failed audits
         paths = discover(Path(args.dir), names)
         out = writable_dir(args.out, "--out")
-        junit_path = writable_file(args.junit, "--junit") if args.junit else out / "junit.xml"
+        junit_path = Path(args.junit) if args.junit else out / "junit.xml"
+        outputs = [out / "zoo.json", out / "zoo.md"] + ([] if args.no_inventory else [out / "ops.md"]) + [junit_path]
+        for path in outputs:  # refused before any audit: a file precfuzz cannot prove it wrote is kept
+            writable_file(str(path), "--junit" if path == junit_path and args.junit else "--out", force=args.force)
     except ValueError as exc:
         return fail(str(exc))
     except UsageError as exc:
@@ -72,11 +77,12 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     out.mkdir(parents=True, exist_ok=True)
-    replace_file(out / "zoo.json", json.dumps(to_json(entries), indent=1, default=str) + "\n")
-    replace_file(out / "zoo.md", markdown(entries))
+    write = (lambda path, text, style: replace_file(path, text, sync=False, style=style, force=args.force))
+    write(out / "zoo.json", json.dumps(to_json(entries), indent=1, default=str) + "\n", "json")
+    write(out / "zoo.md", markdown(entries), "markdown")
     if not args.no_inventory:
-        replace_file(out / "ops.md", "# precfuzz zoo: ATen op inventory\n\n" + ops_markdown(entries))
-    replace_file(junit_path, junit(entries))
+        write(out / "ops.md", "# precfuzz zoo: ATen op inventory\n\n" + ops_markdown(entries), "markdown")
+    write(junit_path, junit(entries), "xml")
     s = summary(entries)
     print(json.dumps(s))
     log(f"wrote {out / 'zoo.md'}, zoo.json{', ops.md' if not args.no_inventory else ''} and {junit_path}")
