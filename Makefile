@@ -3,11 +3,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.install-stamp
+ZOO_STAMP := $(VENV)/.zoo-stamp
+ZOO_OUT ?= results/zoo
 OUT ?= results/fuzz
 TIME ?= 300
 PYTEST_ARGS ?=
 
-.PHONY: install install-ray fuzz test test-fast smoke bench report clean
+.PHONY: install install-ray install-zoo fuzz test test-fast smoke bench zoo report clean
 
 install: $(STAMP)
 
@@ -23,6 +25,13 @@ install-ray:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[ray]' --config-settings editable_mode=compat
 
+# the audit zoo's libraries (diffusers, transformers, timm, torchvision): the optional extra `zoo`, beside the core
+install-zoo: $(ZOO_STAMP)
+
+$(ZOO_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[zoo]' --config-settings editable_mode=compat
+	touch $(ZOO_STAMP)
+
 fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
 	$(BIN)/precfuzz report $(OUT)
@@ -37,7 +46,12 @@ smoke: install
 	$(BIN)/precfuzz smoke --junit results/smoke/junit.xml
 
 bench: install
-	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.run $(if $(BENCH_ZOO),--zoo)
+
+# every corpus/zoo model audited in its own process: results/zoo/zoo.md (model x policy x backend), zoo.json, ops.md,
+# junit.xml; exit 1 while a model does not audit end to end
+zoo: $(ZOO_STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/precfuzz zoo --out $(ZOO_OUT)
 
 report: install
 	$(BIN)/precfuzz report $(OUT)

@@ -1,5 +1,6 @@
 """`make bench`: the same fixed-seed case list with compile sharing off (every test compiles its own program)
-and on, minimization of the seed classes, and one model audit; writes bench/results.json.
+and on, minimization of the seed classes, one model audit and, with --zoo (`make bench BENCH_ZOO=1`), the audit
+of every corpus/zoo model; writes bench/results.json.
 
 Modes run one after the other in this process, so their ratio is measured on one machine under one load
 (absolute tests/s on these shared machines varies 2x between runs). Per mode: tests/s, backend compilations
@@ -11,6 +12,7 @@ modes must find the same). One lane, so the fractions are not blurred by paralle
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -35,6 +37,7 @@ MODES = {  # mode -> environment of its backend workers
 }
 SEEDS = ROOT / "corpus" / "seeds"
 MODEL = ROOT / "corpus" / "models" / "transformer_block.py"
+ZOO_LIBRARIES = ("torchvision", "timm", "transformers", "diffusers")  # the optional extra `zoo`
 
 
 def run_slice(out: Path, executors: list[str], seed: int, max_tests: int, env: dict[str, str],
@@ -111,6 +114,25 @@ def audit_seconds() -> dict:
     return {"model": MODEL.name, "seconds": round(time.perf_counter() - t0, 1), "exit": proc.returncode}
 
 
+def audit_zoo(timeout_s: float) -> dict:
+    """Wall seconds of `precfuzz audit` on each corpus/zoo model, each in its own process (issue 22: <= 2 min each).
+
+    Needs the zoo extra (`make install-zoo`); without it, a note saying so.
+    """
+    from fuzzer.audit.zoo import BUDGET_S, DEFAULT_DIR, discover, run_zoo
+
+    missing = [lib for lib in ZOO_LIBRARIES if importlib.util.find_spec(lib) is None]
+    if missing:
+        return {"skipped": f"the zoo extra is not installed ({', '.join(missing)} missing): make install-zoo"}
+    with tempfile.TemporaryDirectory(prefix="precfuzz-bench-zoo-") as tmp:
+        entries = run_zoo(discover(DEFAULT_DIR), Path(tmp), timeout_s, inventory=False,
+                          log=lambda line: print(f"bench: zoo {line}", file=sys.stderr, flush=True))
+    secs = [e.seconds for e in entries]
+    return {"models": {e.model: {"seconds": e.seconds, "exit": e.exit, "outcome": e.outcome} for e in entries},
+            "passed": sum(e.passed for e in entries), "total_s": round(sum(secs), 1), "max_s": max(secs),
+            "budget_s": BUDGET_S, "over_budget": [e.model for e in entries if e.exit is None or e.seconds > BUDGET_S]}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and write the results file."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -118,8 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--executors", default=None)
     parser.add_argument("--minimize-budget", type=float, default=120.0)
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit, zoo")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results.json"))
+    parser.add_argument("--zoo", action="store_true", default=bool(os.environ.get("BENCH_ZOO")),
+                        help="also audit every corpus/zoo model (audit_zoo: seconds per model; ~12 audits, opt-in)")
+    parser.add_argument("--zoo-timeout", type=float, default=600.0, help="seconds per zoo model's audit")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     executors = select_executors(args.executors)
@@ -149,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                       minimize_s_max=max(secs) if secs else None)
     if "audit" not in skip:
         result["audit_transformer"] = audit_seconds()
+    if args.zoo and "zoo" not in skip:
+        result["audit_zoo"] = audit_zoo(args.zoo_timeout)
     result["machine"] = {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                          "python": platform.python_version(), "platform": platform.platform()}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")

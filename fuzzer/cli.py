@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "minimize": "minimize",
     "audit": "audit",
+    "zoo": "zoo",
 }
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2

@@ -1,0 +1,44 @@
+"""diffusers AutoencoderKL decoder (`vae.decode(z)`: post-quant 1x1 conv, mid block with ResNet blocks and
+single-head attention, up blocks with nearest upsampling, GroupNorm + SiLU, conv out), tiny config, float32,
+random weights, one 1x4x8x8 latent.
+
+Config: `AutoencoderKL(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(16, 32), layers_per_block=1, latent_channels=4,
+norm_num_groups=8, sample_size=16)`; forward(z) returns `vae.decode(z).sample` (a 1x3x16x16 image); the
+encoder's weights are made but unused; ~102k decoder parameters.
+
+Verdict of `precfuzz audit corpus/zoo/vae_decoder.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2
+shared cores at load 3.5: 134 s). Under model.to(bfloat16) the float32 latent is an input cast the caller owes
+(right); with `z` as bfloat16 the audit reports a hazard at the mid-block attention's projection, a false alarm
+(the real bf16 decoder with a bf16 `z` runs; a float32 baked by export inside diffusers' attention processor).
+Weights are random, made in code (seeded); nothing is downloaded.
+"""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from diffusers import AutoencoderKL  # noqa: E402
+
+
+class Decode(nn.Module):
+    """The VAE's decode path with forward returning the image tensor."""
+
+    def __init__(self, vae: nn.Module) -> None:
+        super().__init__()
+        self.vae = vae
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.vae.decode(z, return_dict=False)[0]
+
+
+def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The tiny VAE decoder in eval mode and one [1, 4, 8, 8] latent."""
+    torch.manual_seed(0)
+    vae = AutoencoderKL(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+                        up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(16, 32), layers_per_block=1,
+                        latent_channels=4, norm_num_groups=8, sample_size=16)
+    z = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1))
+    return Decode(vae).eval(), (z,)
