@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from fuzzer.audit.zoo import DEFAULT_DIR, ZooEntry, discover, junit, markdown, ops_markdown, title_of
+from fuzzer.audit.zoo import (
+    DEFAULT_DIR,
+    ZooEntry,
+    discover,
+    junit,
+    markdown,
+    ops_markdown,
+    title_of,
+)
 from fuzzer.cli import main
 
 ZOO_MODELS = sorted(p.stem for p in DEFAULT_DIR.glob("*.py") if not p.name.startswith("_"))

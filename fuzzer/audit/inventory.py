@@ -18,7 +18,6 @@ import sys
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 ASSERT_PREFIXES = ("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range", "_assert_async")

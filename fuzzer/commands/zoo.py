@@ -51,7 +51,15 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Audit the zoo; exit 0 when every model audited end to end, else 1."""
-    from ..audit.zoo import discover, junit, markdown, ops_markdown, run_zoo, summary, to_json
+    from ..audit.zoo import (
+        discover,
+        junit,
+        markdown,
+        ops_markdown,
+        run_zoo,
+        summary,
+        to_json,
+    )
 
     try:
         names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models is not None else None
