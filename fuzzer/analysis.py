@@ -50,8 +50,9 @@ def trace_promotion(graph: Graph, typed: TypedGraph, value: str, dtype: str) -> 
                     winners.append(views[i][0])
             if winners and any(v.dtype != dtype and v.kind != "scalar" for _, v in views):
                 promoted.append(name)
-        if not winners:
-            winners = [o for o, v in views if v.kind != "scalar" and v.dtype == dtype] or [o for o, _ in views]
+        if not winners:  # no single operand decides it: follow the tensors of `dtype` (a literal never decides a tie)
+            winners = ([o for o, v in views if v.kind != "scalar" and v.dtype == dtype]
+                       or [o for o, v in views if v.kind != "scalar"])
         for o in winners:
             if isinstance(o, str) and o in typed.values:
                 stack.append(o)
@@ -74,8 +75,10 @@ def break_trace(graph: Graph, typed: TypedGraph, node_id: str) -> Promotion | No
         return None
     if OPS[node.op].params:  # conv, linear, norms: the activation's dtype is the odd one
         operand, dtype = node.inputs[brk.operand], brk.activation_dtype
-    else:  # matmul/bmm: trace the operand whose (wider) dtype won
-        operand, dtype = node.inputs[1 - brk.operand], brk.param_dtype
+    else:  # matmul, attention: trace an operand whose (wider) dtype won, not the odd one
+        wide = [o for k, o in enumerate(node.inputs) if k != brk.operand and isinstance(o, str)
+                and typed.values[o].dtype == brk.param_dtype]
+        operand, dtype = (wide[0] if wide else None), brk.param_dtype
     return trace_promotion(graph, typed, operand, dtype) if isinstance(operand, str) else None
 
 

@@ -576,3 +576,20 @@ def test_regression_flushing_check_of_a_node_whose_operands_do_not_broadcast_to_
     b = np.full((1, 1, 12, 3), 1e-6)
     g = Graph((Input("a", a.shape, "float16"), Input("b", b.shape, "float16")), (Node("y", "matmul", ("a", "b")),), ("y",))
     assert flushing_explains(g, {"a": a, "b": b}, np.zeros((1, 2, 8, 3)), "float16") in (True, False)
+
+
+def test_regression_an_attention_break_is_traced_to_the_wide_operand_not_a_literal() -> None:
+    """Zoo (Llama under torch_xla autocast): the hazard at scaled_dot_product_attention named the literal `0` of a
+    position `arange + 0` as the culprit and asked for a cast to the int64 arange's dtype. The trace follows the
+    query/key of the winning dtype, and a literal never decides a tie."""
+    from fuzzer.analysis import break_trace
+
+    inputs = (Input("q", (1, 2, 4, 8), "bfloat16"), Input("k", (1, 2, 4, 8), "bfloat16"),
+              Input("v", (1, 2, 4, 8), "bfloat16"), Input("table", (4, 8), "float32"))
+    nodes = (Node("pos", "arange", (), {"start": 0, "end": 4, "step": 1, "dtype": "int64"}),
+             Node("shifted", "add", ("pos", 0)), Node("posf", "astype", ("shifted",), {"dtype": "float32"}),
+             Node("cos", "mul", ("table", 2.0)), Node("q_rot", "mul", ("q", "cos")),
+             Node("attn", "scaled_dot_product_attention", ("q_rot", "k", "v")))
+    g = Graph(inputs, nodes, ("attn",))
+    trace = break_trace(g, infer(g), "attn")
+    assert trace is not None and "0" not in trace.culprits and "table" in trace.culprits

@@ -116,13 +116,17 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
     stage (import, FUNC(), torch.export). The child's stdout goes to stderr: stdout is the verdict's (--json).
     Where fork is missing (not POSIX), the work runs in this process.
     """
-    from .translate import translate
+    from .translate import as_bfloat16, translate
 
     def work(stage: Callable[[str], None]) -> Translation:
         module, example = load_model(path, func, stage)
         stage("export")
         log(f"exporting {path}:{func} with torch.export")
-        return translate(module, example, str(path), name)
+        tr = translate(module, example, str(path), name)
+        tr.bf16, why = as_bfloat16(module, example, str(path), name)
+        if why:
+            tr.notes.append(why)
+        return tr
 
     if not hasattr(os, "fork"):
         return work(lambda _: None)

@@ -51,6 +51,7 @@ class Translation:
     case: Case
     sources: dict[str, Source] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    bf16: "Translation | None" = None  # the module after model.to(bfloat16), float inputs cast, exported as such
 
 
 # ---------------------------------------------------------------- capture
@@ -63,7 +64,7 @@ def _float_params(module: Any) -> set[str]:
             if torch.is_floating_point(t)}
 
 
-def capture(module: Any, args: tuple[Any, ...]) -> tuple[Any, list[str]]:
+def capture(module: Any, args: tuple[Any, ...], retry_float32: bool = True) -> tuple[Any, list[str]]:
     """torch.export of the module on its example args; (exported program, notes).
 
     A module whose low-precision parameters make PyTorch raise on the example args (a model hazard itself)
@@ -79,7 +80,7 @@ def capture(module: Any, args: tuple[Any, ...]) -> tuple[Any, list[str]]:
         return torch.export.export(module, args), []
     except Exception as exc:  # noqa: BLE001 - the user's model raised: a value, retried once
         first = _last_line(exc)
-        if _float_params(module) <= {"float32", "float64"}:
+        if not retry_float32 or _float_params(module) <= {"float32", "float64"}:
             raise AuditInputError(f"torch.export failed on the example args: {first}") from None
         try:
             ep = torch.export.export(copy.deepcopy(module).float(), args)
@@ -406,7 +407,8 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
 MAX_DECOMPOSITION_ROUNDS = 3
 
 
-def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model") -> Translation:
+def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model",
+              retry_float32: bool = True) -> Translation:
     """The module as a case: export, map every call through the op records, collect every untranslatable op.
 
     Calls no record takes but that PyTorch decomposes (torch.export's default table) are decomposed and
@@ -415,7 +417,7 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     """
     import torch
 
-    ep, notes = capture(module, args)
+    ep, notes = capture(module, args, retry_float32)
     decomposed: list[str] = []
     for _ in range(MAX_DECOMPOSITION_ROUNDS + 1):
         b = _Builder()
@@ -449,6 +451,30 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         raise AuditInputError(f"the translated graph is invalid: {exc}") from None
     case = Case(graph_ir, ({},), {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name})
     return Translation(case, {k: v for k, v in b.sources.items() if k in computed}, notes)
+
+
+def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name: str) -> tuple[Translation | None, str]:
+    """The module as `model.to(torch.bfloat16)` runs it, float inputs cast too, exported and translated on its own.
+
+    torch.export writes every runtime dtype as the example had it: `x.to(input_dtype)` (LlamaRMSNorm),
+    `t_emb.to(dtype=self.dtype)` (diffusers) become casts to float32 in a float32 capture, and the bfloat16 policy
+    of that graph breaks where the real bfloat16 model runs. Exporting the bfloat16 module is what runs.
+    (None, why) where there is nothing to move (no float32/float64 parameters) or PyTorch refuses.
+    """
+    import copy
+
+    import torch
+
+    floats = [t for t in list(module.parameters()) + list(module.buffers()) if torch.is_floating_point(t)]
+    if not floats or all(t.dtype == torch.bfloat16 for t in floats):
+        return None, ""
+    cast = torch.utils._pytree.tree_map(
+        lambda t: t.to(torch.bfloat16) if isinstance(t, torch.Tensor) and torch.is_floating_point(t) else t, args)
+    try:
+        moved = copy.deepcopy(module).to(torch.bfloat16).eval()
+        return translate(moved, cast, model_file, name, retry_float32=False), ""
+    except AuditInputError as exc:
+        return None, f"under model.to(bfloat16) with its float inputs cast, the module could not be taken: {exc}"
 
 
 class _Missing:

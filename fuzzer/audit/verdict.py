@@ -35,6 +35,7 @@ class Scenario:
     result: CheckResult
     policies: dict[str, str]  # executor -> policy
     policy_graphs: dict[str, Graph]  # executor -> the PyTorch program its policy runs
+    sources: dict[str, "Source"] | None = None  # a graph captured on its own (the moved module): its own lines
 
 
 @dataclass
@@ -130,6 +131,8 @@ def backend_column(executor: str) -> str:
 
 def row_label(policy: str, scenario: str, bf16_module: bool) -> str:
     """The table row of a policy in one scenario."""
+    if policy == "declared" and scenario.startswith("model.to("):  # a module captured after the move
+        return scenario
     label = POLICY_ROWS.get(policy, policy)
     if policy == "declared" and bf16_module:
         label += " (= model.to(bfloat16))"
@@ -289,15 +292,16 @@ def build(model: str, scenarios: list[Scenario], sources: dict[str, Source], not
     notes = list(notes)
     for sc in scenarios:
         cells += cells_of(sc, bf16)
+        lines = sc.sources if sc.sources is not None else sources
         for f in sc.result.findings:
             key = f"{sc.label}|{f.signature}"
             if key in seen:
                 continue
             seen.add(key)
             if f.kind == "model-hazard":
-                hazards.append(hazard_of(f, sc, sources, bf16))
+                hazards.append(hazard_of(f, sc, lines, bf16))
             elif f.kind == "backend-bug":
-                bugs.append(bug_of(f, sources))
+                bugs.append(bug_of(f, lines))
             else:
                 coverage.append(f"{f.executor}: {f.message}")
         notes += sc.result.notes

@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
     with ExecutorPool(names, timeout=args.timeout) as pool:
         checker = Checker(pool)
-        scenarios = run_checks(tr.case, checker, names, log)
+        scenarios = run_checks(tr.case, checker, names, log, tr.bf16)
         verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
         if verdict.bugs and not args.no_minimize:
             minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)

@@ -399,8 +399,9 @@ def _aten_to(c: AtenCall) -> str:
     """A dtype conversion (a device or layout move alone keeps the value)."""
     dtype = c.kwargs.get("dtype") or next((a for a in c.args[1:] if isinstance(a, A.AtenDtype)), None)
     x = c.arg(0, "self")
-    if dtype is None or (isinstance(x, str) and c.info(x).dtype == A.dtype_of(dtype)):
-        return x  # a device move, or a dtype the value already has (export writes .to(device) with the dtype it saw)
+    moves = "device" in c.kwargs or c.target.startswith("to.device")
+    if dtype is None or (moves and isinstance(x, str) and c.info(x).dtype == A.dtype_of(dtype)):
+        return x  # a device move (export writes .to(device) with the dtype the example had: no cast)
     return c.emit("astype", [x], {"dtype": A.dtype_of(dtype)})
 
 
