@@ -454,7 +454,7 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
 
 
 def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name: str) -> tuple[Translation | None, str]:
-    """The module as `model.to(torch.bfloat16)` runs it, float inputs cast too, exported and translated on its own.
+    """The module as `model.to(torch.bfloat16)` runs it (float inputs cast too), exported and translated on its own.
 
     torch.export writes every runtime dtype as the example had it: `x.to(input_dtype)` (LlamaRMSNorm),
     `t_emb.to(dtype=self.dtype)` (diffusers) become casts to float32 in a float32 capture, and the bfloat16 policy
