@@ -34,7 +34,6 @@ $(ZOO_STAMP): pyproject.toml $(STAMP)
 
 fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
-	$(BIN)/precfuzz report $(OUT)
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -22,6 +22,7 @@ def sample(root: Path, n: int, seed: int, unit: str) -> list[dict]:
     """n random findings (each with its bug) or bugs, in a fixed order for a seed."""
     store = CampaignStore(root)
     bugs = {b["bug"]: b for b in store.load_bugs()}
+    bugs.update({m: b for b in list(bugs.values()) for m in b.get("merged", []) if m not in bugs})  # merged ids
     if unit == "bugs":
         pool = [b for b in bugs.values() if not b.get("merged_into")]
         return [{"bug": b} for b in random.Random(seed).sample(pool, min(n, len(pool)))]

@@ -183,6 +183,12 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         return f"[{backend}] {dc} {op} loses subnormal values ({finding.ratio or 0:.3g}x the bound){where}"
     if finding.kind == "unsupported":
         return f"[{backend}] {dc} {op} is not supported{where}"
+    if fam == "accuracy" and finding.details.get("garbage"):
+        return f"[{backend}] {dc} {op} returns garbage (changes between runs){scope}{where}"
+    if fam == "accuracy" and finding.details.get("worst_nonfinite") and finding.error_class != "nonfinite":
+        size = int(finding.details["worst_nonfinite"])
+        return (f"[{backend}] {dc} {op} returns inf/nan where an fp32-accumulating implementation is finite "
+                f"(inputs of {size} values){scope}{where}")
     if fam == "accuracy" and finding.oracle == "effective-precision":
         return f"[{backend}] {dc} {op} computes in {finding.dtypes[-1]}{scope}{where}"
     if fam == "accuracy" and finding.error_class == "nonfinite":

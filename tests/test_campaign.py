@@ -184,3 +184,18 @@ def test_report_opens_with_the_bug_table_and_links(tmp_path: Path) -> None:
     assert all(str(b["title"]).replace("|", "/") in text for b in live)
     rec = findings(tmp_path)[0]
     assert f"]({rec['case']})" in text and rec["signature"] in text
+
+
+def test_regression_a_merged_bug_vanishes_from_the_records_and_its_id_still_resolves() -> None:
+    """Issue 20: records with merged_into set were still listed (and counted by readers of bugs.jsonl). The book
+    writes live bugs only; a merged id resolves through the `merged` list of the bug it went into, after a reload."""
+    from fuzzer.campaign.bug_book import BugBook
+
+    book = BugBook()
+    a, _ = book.add("k1", "s1", "tvm/default", "t", "backend-bug", "tvm", ["mean"], "accuracy", 1.0, True)
+    b, _ = book.add("k2", "s2", "tvm/default", "t", "backend-bug", "tvm", ["mean"], "accuracy", 2.0, True)
+    assert book.rekey(b, "k1") is a
+    records = book.records()
+    assert [r["bug"] for r in records] == [a.bug] and records[0]["merged"] == [b.bug]
+    again = BugBook(records)
+    assert again.holder(b.bug) is again.bugs[a.bug] and again.find("k2") is again.bugs[a.bug]

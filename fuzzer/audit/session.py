@@ -13,8 +13,8 @@ from ..artifacts import write_finding
 from ..check import Checker, CheckResult
 from ..dtypes import LOW_PRECISION, is_float
 from ..ir import Case, Graph, infer, redeclare
-from .translate import Translation
 from ..minimize.engine import MinimizeError, minimize
+from .translate import Translation
 from .verdict import (
     Bug,
     Scenario,

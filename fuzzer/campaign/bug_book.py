@@ -44,7 +44,8 @@ class Bug:
     nodes: int | None = None
     repro_lines: int | None = None
     aliases: list[str] = field(default_factory=list)
-    merged_into: str | None = None
+    merged: list[str] = field(default_factory=list)  # ids of the bugs merged into this one (their findings name them)
+    merged_into: str | None = None  # set on a merged bug while the campaign runs; bugs.jsonl holds live bugs only
     extra: dict[str, Any] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
@@ -87,6 +88,7 @@ class BugBook:
         for bug in self.bugs.values():  # a merged bug's keys lead to the bug it is in (find follows merged_into)
             for k in [bug.key, *bug.aliases]:
                 self.by_key.setdefault(k, bug.bug)
+        self.redirect: dict[str, str] = {m: b.bug for b in self.live() for m in b.merged if m not in self.bugs}
 
     def live(self) -> list[Bug]:
         """Bugs not merged into another, in discovery order."""
@@ -136,6 +138,7 @@ class BugBook:
         for k in [bug.key, *bug.aliases]:
             self.by_key[k] = other.bug
         bug.merged_into = other.bug
+        other.merged += [m for m in [bug.bug, *bug.merged] if m not in other.merged]
         if not other.minimized and bug.minimized:  # the merged bug brings the minimized case along
             for name in ("minimized", "confirmed", "note", "repro", "repro_full", "report", "case", "nodes",
                          "repro_lines", "representative", "title"):
@@ -143,12 +146,13 @@ class BugBook:
         return other
 
     def records(self) -> list[dict[str, Any]]:
-        """Every bug (merged ones too, so ids stay resolvable) as JSON-able records."""
-        return [b.record() for b in self.bugs.values()]
+        """The live bugs as JSON-able records (issue 20: a merged record vanishes; its id stays resolvable through
+        the `merged` list of the bug it went into, its keys through that bug's aliases)."""
+        return [b.record() for b in self.live()]
 
     def holder(self, bid: str) -> Bug | None:
         """The live bug that bug `bid` is (or was merged into); None when the book has no such bug."""
-        bug = self.bugs.get(bid)
+        bug = self.bugs.get(bid) or self.bugs.get(self.redirect.get(bid, ""))
         while bug is not None and bug.merged_into is not None:
             bug = self.bugs.get(bug.merged_into)
         return bug

@@ -19,17 +19,20 @@ import shlex
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from oracles.bugs import BASE_VARIANT, case_keys, error_family
+import numpy as np
+
+from oracles.bugs import case_keys, error_family
 from oracles.findings import Finding
+from oracles.vocabulary import ExecutorName
 
 from ..artifacts import REPRO_FULL, run_script, write_finding
 from ..check import SEMANTIC_ORACLE, Checker, CheckResult
 from ..executors import ORACLE_EXECUTORS, create
-from ..ir import Case, IRError, load_case, save_case
+from ..ir import Case, IRError, case_options, input_values, load_case, save_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
 from ..outcome import compile_seconds, compiles
@@ -322,8 +325,7 @@ class Campaign:
             self.state.schedule_block = max(1, int(self.cfg.schedule_block or max(BLOCK, 2 * self.lanes.count)))
         self.block = self.state.schedule_block
         executors = [e for e in self.cfg.executors if e not in ORACLE_EXECUTORS]
-        requires = {e: f"{e.split('/', 1)[0]}/{BASE_VARIANT[e.split('/', 1)[0]]}" for e in executors
-                    if e.split("/", 1)[0] in BASE_VARIANT}
+        requires = {e: base for e in executors if (base := ExecutorName.parse(e).base) is not None}
         families = (self.cfg.families or _base_families()) if self.steer else None
         self.planner = Planner(self.cfg.seed, executors, families, pinned=[SEMANTIC_ORACLE], requires=requires,
                                block_size=self.block)
@@ -732,11 +734,17 @@ class Campaign:
         if finding is None:
             update.update(minimized=False, confirmed=False, note=note or "the minimizer did not reproduce it")
         else:
-            key, variant = self._minimized_key(finding, case, checker)
+            key, variant, same, garbage = self._minimized_key(finding, case, checker)
+            worst = result.worst if result.worst is not None and result.worst.error_class == "nonfinite" else None
+            finding = replace(finding, details={**finding.details, "garbage": garbage,
+                                                **({"worst_nonfinite": result.worst_elements} if worst else {})})
             folder = self.store.root / "bugs" / bid
+            executors = list(dict.fromkeys([*bug.executors, *same]))
             art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
                                 f"{self.cfg.command or 'precfuzz run'}  # bug {bid}", variant=variant,
-                                executors=bug.executors)
+                                executors=executors)
+            update["executors"] = executors
+            update["reproduces_on"] = same
             confirmed, how = self._confirm(art.repro, case, finding, pool)
             rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
             update.update(minimized=True, confirmed=confirmed, note=how, title=art.title, repro=rel(art.repro),
@@ -814,16 +822,27 @@ class Campaign:
             return None, f"{path.relative_to(root)} is missing"
         return path, ""
 
-    def _minimized_key(self, finding: Finding, case: Case, checker: Checker) -> tuple[str, str]:
-        """(bug key, variant) of a minimized finding; a TVM pipeline's finding is checked on the default pipeline."""
-        head = finding.executor.split("/", 1)[0]
-        base = f"{head}/{BASE_VARIANT[head]}" if head in BASE_VARIANT else None
-        found, tested = [finding], [finding.executor]
-        if base and base != finding.executor and base in checker.pool.names:
-            found += [f for f in checker.check(case, [base]).findings if f.executor == base]
-            tested.append(base)
-        key = case_keys(found, tested)[finding.signature]
-        return key, key.rsplit("|", 1)[-1]
+    def _minimized_key(self, finding: Finding, case: Case, checker: Checker) -> tuple[str, str, list[str], bool]:
+        """(bug key, variant, executors it reproduces on, garbage) of a minimized finding.
+
+        The minimized case runs on every executor of the finding's backend (a TVM pipeline's finding beside the
+        default pipeline, which decides whether it is the pipeline's): the record lists each executor where the
+        same bug shows (issue 20). The finding's executor runs it twice: outputs that differ between two runs of
+        the same input are garbage, not an accuracy ratio."""
+        family = ExecutorName.parse(finding.executor).family
+        names = [n for n in checker.pool.names if ExecutorName.parse(n).family == family and n not in ORACLE_EXECUTORS]
+        result = checker.check(case, names)
+        found = [finding] + [f for f in result.findings if f.executor != finding.executor]
+        keys = case_keys(found, names)
+        key = keys[finding.signature]
+        same = sorted({f.executor for f in found if keys.get(f.signature) == key} | {finding.executor})
+        garbage = False
+        first = result.outcomes.get(finding.executor, [])
+        if first and first[0].ok and finding.error_class in ("bound", "nonfinite"):
+            again = checker.pool.run(finding.executor, case.graph, [input_values(case, 0)], case_options(case))
+            garbage = bool(again and again[0].ok and any(
+                not np.array_equal(a, b, equal_nan=True) for a, b in zip(first[0].outputs or [], again[0].outputs or [])))
+        return key, key.rsplit("|", 1)[-1], same, garbage
 
     def _confirm(self, repro: Path | None, case: Case, finding: Finding, pool: ExecutorPool) -> tuple[bool, str]:
         """Confirm a minimized bug in a fresh process: its repro.py exits 1, else a re-check on fresh workers."""

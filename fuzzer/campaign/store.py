@@ -125,7 +125,7 @@ BUG_OPTIONAL: dict[str, tuple[type, ...]] = {
     "first_seen_s": (int, float), "minimized": (bool,), "confirmed": (bool,), "note": (str,),
     "repro": (str, type(None)), "repro_full": (str, type(None)), "report": (str, type(None)),
     "case": (str, type(None)), "nodes": (int, type(None)), "repro_lines": (int, type(None)), "aliases": (list,),
-    "merged_into": (str, type(None))}
+    "merged": (list,), "merged_into": (str, type(None))}
 
 
 def valid_bug(rec: Any) -> bool:

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
+from ..campaign.report import write_report
 from ..campaign.schedule import SCHEDULES
+from ..campaign.store import StoreError
 from .common import (
     EXIT_OK,
     UsageError,
@@ -157,8 +159,11 @@ def run(args: argparse.Namespace) -> int:
                       "bugs_new": summary.bugs_new, "bugs_total": summary.bugs_total,
                       "findings_new": summary.findings_new, "findings_total": summary.findings_total,
                       "elapsed_s": round(summary.elapsed_s, 1), "stopped_by": summary.stopped_by}))
-    print(f"bugs: {cfg.out / 'bugs.jsonl'}; findings: {cfg.out / 'findings.jsonl'}; report: precfuzz report {cfg.out}",
-          file=sys.stderr)
+    try:  # the report a person reads first, rendered as the run ends (issue 20)
+        report = f"report: {write_report(cfg.out)}"
+    except (OSError, StoreError) as exc:  # a report.md precfuzz did not write, a damaged file: the campaign stands
+        report = f"report not written ({str(exc)[:200]}); precfuzz report {cfg.out} renders it"
+    print(f"bugs: {cfg.out / 'bugs.jsonl'}; findings: {cfg.out / 'findings.jsonl'}; {report}", file=sys.stderr)
     if summary.tests == 0 and summary.stopped_by == "max-tests":
         print(f"precfuzz run: warning: --max-tests {cfg.max_tests} is fewer than one case's tests (each executor x "
               "input set is a test): nothing ran", file=sys.stderr)
