@@ -86,7 +86,7 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
     with np.errstate(all="ignore"):
         exact = evaluate(model32, model_inputs, rounded=False)
         loss, output = _loss(evaluate(policy, policy_inputs, rounded=True), exact, policy.outputs)
-    if not loss > PRECISION_LOSS:
+    if not loss > PRECISION_LOSS or not np.isfinite(loss):  # inf: the policy overflows a range, a precision it is not
         return None
     inputs = {i.name for i in policy.inputs if i.kind == "tensor" and i.dtype in LOW_PRECISION}
     nodes = [n.id for n in policy.nodes if typed.values[n.id].dtype in LOW_PRECISION and typed.values[n.id].kind != "scalar"]
