@@ -25,7 +25,7 @@ from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
 
 from . import __version__
-from .dtypes import FLOAT_FORMATS, LOW_PRECISION, is_float
+from .dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION, is_float
 from .executors.base import Executor
 from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
 from .executors.tvm_exec import NO_TORCH, TVMExecutor, render_passes
@@ -68,7 +68,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         allowed = {}
         for o in graph.outputs:
             dtype = typed.values[o].dtype
-            fmt = FLOAT_FORMATS[dtype if dtype in ("float16", "bfloat16", "float32", "float64") else "float32"]
+            fmt = FLOAT_FORMATS[dtype if dtype in FLOAT_FORMATS else "float32"]
             allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
                           fmt.mantissa_bits, fmt.min_exponent)
         return Evidence(allowed)
@@ -452,7 +452,8 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     module = "\n".join(line for line in module.splitlines() if not line.lstrip().startswith('"""'))
     params = {i.name: infer(program).values[i.name].dtype for i in program.inputs}  # main's parameters
     declared = sorted(set(re.findall(r"\bT\['(\w+)'\]", module)) | set(params.values()))
-    bf16 = "bfloat16" in declared or any(typed.values[i.name].dtype == "bfloat16" for i in graph.inputs)
+    bf16 = any(d in ("bfloat16", *FP8) for d in declared) or any(typed.values[i.name].dtype in ("bfloat16", *FP8)
+                                                                for i in graph.inputs)  # ml_dtypes' formats
     as_f32 = {d: "float32" if d in ("float16", "bfloat16") else d for d in declared}
     as_f64 = {d: "float64" if is_float(d) else d for d in declared}
     passes = render_passes(ex.passes)
