@@ -45,8 +45,8 @@ FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, 
 def error_family(finding: Finding) -> str:
     """The class part of the key."""
     if finding.oracle in ("error-bound", "effective-precision"):
-        if finding.error_class == CAST_SEMANTICS:
-            return CAST_SEMANTICS  # a cast saturating or wrapping past the fp8 range, where PyTorch gives NaN/inf
+        if finding.error_class in (CAST_SEMANTICS, "shape"):
+            return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
         return "underflow" if finding.error_class == "underflow" else "accuracy"
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return "precision"

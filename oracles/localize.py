@@ -67,6 +67,10 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     narrow = v.narrow or (v.device if device_narrower(v.device, declared) else None)
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
+    if v.shape is not None:
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class="shape",
+                       message=f"{node} ({ops[0]}, {dtypes[0]}) returns shape {list(v.shape)} where PyTorch's is "
+                               f"{list(typed.values[node].shape)}", ratio=None, max_ulp=None, details=details)
     if narrow is not None:
         evidence = f"the device holds {v.device}" if v.device == narrow else f"every value of {node} is a {narrow} number"
         return Finding("effective-precision", s.name, ops, [declared, narrow], f"{declared}-carries-{narrow}",
