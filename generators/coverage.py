@@ -65,7 +65,8 @@ def coverage(cases: Iterable[Case]) -> dict[str, Any]:
 
 def fp8_nonfinite(graph: Graph, env: dict[str, np.ndarray]) -> bool:
     """True when a cast to fp8 made a NaN or inf (PyTorch's cast past the format's range): by design, an answer."""
-    return any(is_cast(n.op) and n.attrs.get("dtype") in FP8 and not np.all(np.isfinite(env[n.id])) for n in graph.nodes)
+    return any(is_cast(n.op) and n.attrs.get("dtype") in FP8 and not np.all(np.isfinite(env[n.id]))
+               for n in graph.nodes)
 
 
 def reference_problem(case: Case) -> str | None:

@@ -46,7 +46,9 @@ def quantize(b: GraphBuilder, x: Val, fmt: str, clamp: bool = True) -> tuple[Val
     amax = b.op("clamp", [amax], min=b.draw.choice(AMAX_EPS), stem=f"{x.name}_amax_eps")
     margin = b.draw.weighted(MARGINS) if clamp else 1.0
     scale = b.op("div", [margin * top(fmt), amax], stem=f"{x.name}_scale")
-    wide = x if x.dtype == "float32" or b.draw.chance(0.3) else b.op("astype", [x], dtype="float32", stem=f"{x.name}_f32")
+    wide = x
+    if x.dtype != "float32" and b.draw.chance(0.7):  # x.float() * scale; else the scale multiplies in x's dtype
+        wide = b.op("astype", [x], dtype="float32", stem=f"{x.name}_f32")
     scaled = b.op("mul", [wide, scale], stem=f"{x.name}_scaled")
     if clamp:
         scaled = b.op("clamp", [scaled], min=-top(fmt), max=top(fmt), stem=f"{x.name}_sat")

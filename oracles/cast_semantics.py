@@ -44,7 +44,8 @@ def range_violation(operand: np.ndarray, actual: np.ndarray, dtype: str) -> Rang
     top = FLOAT_FORMATS[dtype].max_value
     how = "saturates" if np.all(np.abs(a[hits]) == top) else "wraps"
     k = int(np.flatnonzero(hits)[0])
-    return RangeViolation(int(hits.sum()), how, "NaN" if dtype == "float8_e4m3fn" else "inf", (float(x[k]), float(a[k])))
+    gives = "NaN" if dtype == "float8_e4m3fn" else "inf"
+    return RangeViolation(int(hits.sum()), how, gives, (float(x[k]), float(a[k])))
 
 
 def cast_range(numeric: Graph, node_id: str, inputs: dict[str, np.ndarray],
