@@ -343,3 +343,15 @@ def test_neuron_fp8_auto_cast_row_judges_matmults_in_e4m3fn_saturating() -> None
     ops = [(n.op, n.attrs.get("dtype"), n.attrs.get("max")) for n in numeric.nodes]
     assert ops[:2] == [("clamp", None, 448.0), ("astype", E4, None)] and ops[-1] == ("astype", "float32", None)
     assert infer(numeric).values["out"].dtype == "float32"
+
+
+def test_run_families_option_names_known_families_with_their_weights() -> None:
+    from fuzzer.commands.common import UsageError
+    from fuzzer.commands.run import families_from
+    from generators.graphs import FAMILIES
+
+    assert families_from(None) is None
+    assert families_from(" fp8,cast ") == {"fp8": float(FAMILIES["fp8"][0]), "cast": float(FAMILIES["cast"][0])}
+    for bad in ("nope", ",", "fp8,nope"):
+        with pytest.raises(UsageError, match="--families"):
+            families_from(bad)
