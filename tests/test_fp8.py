@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from fuzzer.check import Checker, judge_nodes
+from fuzzer.check import Checker
 from fuzzer.dtypes import FLOAT_FORMATS, FP8, past_fp8_range, round_to
 from fuzzer.executors import create
 from fuzzer.interpret import evaluate, ideal_values
@@ -23,6 +23,7 @@ from oracles.bounds import error_stats, ulp
 from oracles.bugs import bug_key, title
 from oracles.cast_semantics import CLASS, range_violation
 from oracles.findings import Finding
+from oracles.nodes import judge_nodes
 
 E4, E5 = "float8_e4m3fn", "float8_e5m2"
 NAN = math.nan
@@ -355,3 +356,18 @@ def test_run_families_option_names_known_families_with_their_weights() -> None:
     for bad in ("nope", ",", "fp8,nope"):
         with pytest.raises(UsageError, match="--families"):
             families_from(bad)
+
+
+def test_regression_flushing_of_a_contraction_is_judged_not_a_crash() -> None:
+    """fp8 campaign: flushing_explains asked np.broadcast_to whether a scaled_mm operand [7, 63] has the result's
+    shape [7, 10]; numpy raises instead of saying no, and the case became an internal error (fixed on main the
+    same day; this is the fp8 case)."""
+    from oracles.nodes import flushing_explains, node_graph
+
+    inputs = (Input("a", (7, 63), E4), Input("b", (63, 10), E4), Input("sa", (), "float32"), Input("sb", (), "float32"))
+    graph = Graph(inputs, (Node("y", "scaled_mm", ("a", "b", "sa", "sb")),), ("y",))
+    rng = np.random.default_rng(0)
+    values = {"a": round_to(rng.normal(0, 0.01, (7, 63)), E4), "b": round_to(rng.normal(0, 1, (63, 10)), E4),
+              "sa": np.array(1.0), "sb": np.array(1.0)}
+    exact = evaluate(graph, values, rounded=False)["y"]
+    assert flushing_explains(node_graph(graph, "y"), values, exact * 1.5, "float32") is False
