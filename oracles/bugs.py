@@ -66,6 +66,8 @@ def dtype_class(finding: Finding) -> str:
         return "*"  # a crash, hang or compile error: the message names it, the dtypes it met do not split it
     if finding.oracle == "model-hazard":
         return "+".join(sorted(set(names[:2]))) or "-"
+    if error_family(finding) == "shape":
+        return "*"  # a wrong shape is one lowering's, whatever dtype shows it
     floats = [d for d in names if d in FLOAT_FORMATS]
     if not floats:
         return "-"

@@ -371,3 +371,10 @@ def test_regression_flushing_of_a_contraction_is_judged_not_a_crash() -> None:
               "sa": np.array(1.0), "sb": np.array(1.0)}
     exact = evaluate(graph, values, rounded=False)["y"]
     assert flushing_explains(node_graph(graph, "y"), values, exact * 1.5, "float32") is False
+
+
+def test_a_shape_finding_is_one_bug_whatever_the_dtype() -> None:
+    """fp8 campaign: torch_xla's unreduced amax(x) was two records, one per dtype that showed it."""
+    keys = {bug_key(Finding("error-bound", "xla/native", ["amax"], [f"{d}->{d}"], "shape", "m returns shape [2]"))
+            for d in ("float32", "float16", "bfloat16")}
+    assert keys == {"backend-bug|torch_xla|amax|shape|*|*"}
