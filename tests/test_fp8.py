@@ -378,3 +378,14 @@ def test_a_shape_finding_is_one_bug_whatever_the_dtype() -> None:
     keys = {bug_key(Finding("error-bound", "xla/native", ["amax"], [f"{d}->{d}"], "shape", "m returns shape [2]"))
             for d in ("float32", "float16", "bfloat16")}
     assert keys == {"backend-bug|torch_xla|amax|shape|*|*"}
+
+
+def test_regression_the_minimizer_retypes_fp8_inputs() -> None:
+    """fp8 campaign: simpler_dtypes looked an fp8 input up in its cost table (KeyError), so every fp8 bug went
+    unminimized ('minimizing failed: KeyError: float8_e5m2')."""
+    from fuzzer.minimize.value_passes import simpler_dtypes
+
+    inputs = (Input("a", (2, 3), E5), Input("b", (3, 2), E4), Input("sa", (), "float32"), Input("sb", (), "float32"))
+    case = Case(Graph(inputs, (Node("y", "scaled_mm", ("a", "b", "sa", "sb")),), ("y",)))
+    labels = [c.label for c in simpler_dtypes(case)]  # float32 operands or fp8 scales: invalid, not offered
+    assert labels == ["dtype float8_e5m2 -> float8_e4m3fn", "dtype float8_e4m3fn -> float8_e5m2"]

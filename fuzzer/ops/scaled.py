@@ -1,8 +1,8 @@
 """fp8 scaled products: torch._scaled_mm with per-tensor scales (the fp8 GEMM of fp8 training and inference recipes).
 
-Measured on torch 2.9.1's CPU kernel (oneDNN): both operands 2-d float8 (e4m3fn or e5m2, mixed too, any layout),
-scales with one element each (0-dim or [1], any float dtype), out_dtype float32, bfloat16 or float16 (fp8 out
-needs scale_result, not modelled); row-wise scales are refused. The ideal accumulates the fp8 products (exact in
+Measured on torch 2.9.1's CPU kernel: both operands 2-d float8 (e4m3fn or e5m2, mixed too, any layout), scales with
+one element each (0-dim or [1]; the CPU takes any dtype, the IR float32 as CUDA requires), out_dtype float32,
+bfloat16 or float16 (fp8 out needs scale_result, not modelled); row-wise scales are refused. The ideal accumulates the fp8 products (exact in
 float32) in float32 and scales the sum once: (a @ b) * (scale_a * scale_b), rounded to out_dtype.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import FP8, is_float
+from ..dtypes import FP8
 from . import intervals as iv
 from .base import (
     AtenCall,
@@ -44,8 +44,8 @@ def _infer_scaled_mm(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Type
         if info.dtype not in FP8:
             raise IRError(f"{what} must be float8_e4m3fn or float8_e5m2, got {info.dtype} (PyTorch raises)")
     for what, info in (("scale_a", sa), ("scale_b", sb)):
-        if info.is_scalar or math.prod(info.shape) != 1 or len(info.shape) > 1 or not is_float(info.dtype):
-            raise IRError(f"{what} must be a float tensor of shape [] or [1] (per-tensor), got "
+        if info.is_scalar or math.prod(info.shape) != 1 or len(info.shape) > 1 or info.dtype != "float32":
+            raise IRError(f"{what} must be a float32 tensor of shape [] or [1] (per-tensor), got "
                           f"{info.dtype} {list(info.shape)}")
     return Typed(tensor((a.shape[0], b.shape[1]), str(attrs["out_dtype"])))
 
