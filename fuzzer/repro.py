@@ -362,6 +362,13 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
         else:
             run[1] = run[1] + one
         doubles = "[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in inputs]"
+        if finding.error_class == "shape":  # the values may not even broadcast: the shapes are the verdict
+            return ([f"expected = {prog}(*inputs){one}  # PyTorch eager on the CPU, same program and dtypes"] + device
+                    + run + _compare(single, ["expected", "actual"], [
+                        "shapes = tuple(@actual.shape), tuple(@expected.shape)",
+                        f"print(f\"{'' if single else '@where: '}{name} returns shape {{shapes[0]}}, PyTorch eager on "
+                        f"the CPU {{shapes[1]}}\")"],
+                        "shapes[0] == shapes[1]"))
         return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
                  f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "

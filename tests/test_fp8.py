@@ -295,14 +295,29 @@ def test_regression_a_node_of_another_shape_is_a_verdict_not_a_crash() -> None:
 
 
 @pytest.mark.slow
-def test_regression_torch_xla_amax_without_dims_is_a_shape_finding(pool: ExecutorPool) -> None:
+def test_regression_torch_xla_amax_without_dims_is_a_shape_finding(pool: ExecutorPool, tmp_path) -> None:
+    """torch_xla 2.9: torch.amax(x) (dim=[], every dim in PyTorch) returns x unreduced. The finding's short script
+    compared values that broadcast and printed OK; it now compares the shapes and exits 1."""
+    import subprocess
+    import sys
+
+    from fuzzer.repro import render
+
     inputs = (Input("x", (4, 8), "bfloat16", init={"dist": "normal", "seed": 3}),)
     nodes = (Node("a", "abs", ("x",)), Node("m", "amax", ("a",)), Node("s", "div", (448.0, "m")),
              Node("y", "mul", ("x", "s")))
-    result = Checker(pool).check(Case(Graph(inputs, nodes, ("y",))), ["torch/eager", "xla/native", "tvm/default"])
+    case = Case(Graph(inputs, nodes, ("y",)))
+    result = Checker(pool).check(case, ["torch/eager", "xla/native", "tvm/default"])
     (f,) = result.findings
     assert (f.executor, f.ops, f.error_class, f.node) == ("xla/native", ["amax"], "shape", "m")
     assert "returns shape [4, 8] where PyTorch's is []" in f.message
+    one = Case(Graph((Input("a", (2,), "float16", init={"dist": "constant", "value": 1.0}),),
+                     (Node("m", "amax", ("a",)),), ("m",)))
+    script = tmp_path / "repro.py"
+    script.write_text(render(one, f, create("xla/native"), title(f)))
+    done = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    assert "xla/native returns shape (2,), PyTorch eager on the CPU ()" in done.stdout
 
 
 # ---------------------------------------------------------------- generators and Neuron
