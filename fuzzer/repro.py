@@ -66,7 +66,10 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         typed = infer(numeric)
         budget = max(executor.approximations().values(), default=0.0)  # as judge_outputs widens the slack
         allowed = {}
+        fp8 = _has_fp8(numeric)
         for o in graph.outputs:
+            if fp8:  # the script judges every finite answer: an ideal past an fp8 tie (NaN) counts as the exact one
+                ideal[o] = [np.where(np.isfinite(i) | ~np.isfinite(ideal[o][0]), i, ideal[o][0]) for i in ideal[o]]
             dtype = typed.values[o].dtype
             fmt = FLOAT_FORMATS[dtype if dtype in FLOAT_FORMATS else "float32"]
             allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
@@ -299,8 +302,14 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     prog = "program" if distinct else "graph"
     defs = [fn] + ([program] if distinct else [])
     exact = f"{prog}(*doubles)"
-    if oracle in ACCURACY:
-        want = render_function(exact_graph(ex.numeric_graph(graph)), "exact").replace("def exact(", f"def {prog}(", 1)
+    numeric = ex.numeric_graph(graph)
+    fp8_numpy = render_numpy(numeric) if oracle in ACCURACY and _has_fp8(numeric) else None
+    if fp8_numpy is not None:  # torch runs no fp8 program in float64 (_scaled_mm; a cast past the range is NaN)
+        defs.append(fp8_numpy)
+        exact = ("[torch.from_numpy(np.asarray(e, dtype=np.float64)) for e in exact(*[t.double().numpy() if "
+                 "torch.is_tensor(t) else t for t in inputs])]")
+    elif oracle in ACCURACY:
+        want = render_function(exact_graph(numeric), "exact").replace("def exact(", f"def {prog}(", 1)
         if want != defs[-1]:
             base = policy if distinct else graph
             castable = _castable(base, prog) if render_function(exact_graph(base), prog) == want else None
@@ -338,12 +347,18 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
         lines += _hazard_tail(finding, prog)
     else:
         lines += _torch_tail(finding, ex, prog, exact, on_device, ev, bool(infer(policy).chain_breaks()),
-                             len(graph.outputs) == 1)
+                             len(graph.outputs) == 1, fp8_numpy is not None)
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
+def _has_fp8(graph: Graph) -> bool:
+    """True when a value of the graph is fp8."""
+    return any(v.dtype in FP8 for v in infer(graph).values.values())
+
+
 def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: bool, ev: Evidence,
-                eager_raises: bool, single: bool) -> list[str]:
+                eager_raises: bool, single: bool, nonfinite_agree: bool = False) -> list[str]:
+    """The run and the verdict; `nonfinite_agree`: NaN/inf are answers (fp8 casts), equal where both have them."""
     ctx = ", ".join(["torch.no_grad()"] + ([ex.repro_context()] if ex.repro_context() else []))
     run = [f"with {ctx}:",
            "    actual = graph(*[t.to(device) if torch.is_tensor(t) else t for t in inputs])" if on_device else
@@ -371,15 +386,24 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                         "shapes[0] == shapes[1]"))
         return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
-                 f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "
-                 f"for t in inputs]){one}  # {control}"]
-                + device + run + _compare(single, ["expected", "control", "actual"], [
+                 f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() "
+                 + ("and t.element_size() > 1 " if nonfinite_agree else "")  # fp8 stays fp8 (scaled_mm takes no other)
+                 + f"else t for t in inputs]){one}  # {control}"]
+                + device + run + _compare(single, ["expected", "control", "actual"], ([
+                    "same = (@actual.cpu().double() == @expected) | (@actual.cpu().double().isnan() & @expected.isnan())"
+                    "  # NaN and inf agree",
+                    "diff = torch.where(same, 0.0, (@actual.cpu().double() - @expected).abs()).flatten()",
+                    "scale = @expected.abs().flatten().nan_to_num(0.0, 0.0, 0.0).clamp(min=@expected[@expected.isfinite()]"
+                    ".pow(2).mean().sqrt().nan_to_num(0.0).item())",
+                    "ulps = torch.where(same.flatten(), 0.0, (diff / torch.exp2(scale.log2().floor().clamp(min=@bound[3]) "
+                    "- @bound[2])).nan_to_num(float('inf')))  # in ULPs"] if nonfinite_agree else [
                     "diff = (@actual.cpu().double() - @expected).abs().flatten()",
                     "scale = @expected.abs().flatten().clamp(min=@expected.pow(2).mean().sqrt().item())",
                     "ulps = (diff / torch.exp2(scale.log2().floor().clamp(min=@bound[3]) - @bound[2]))"
-                    ".nan_to_num(float('inf'))  # in ULPs",
+                    ".nan_to_num(float('inf'))  # in ULPs"]) + [
                     "ratio = max(ulps.max().item() / @bound[0], ulps.pow(2).mean().sqrt().item() / @bound[1])",
-                    "k, ref = int(ulps.argmax()), (@control.to(@actual.dtype).double() - @expected).abs().max().item()",
+                    "k, ref = int(ulps.argmax()), (@control.to(@actual.dtype).double() - @expected).abs()"
+                    + (".nan_to_num(0.0, 0.0, 0.0)" if nonfinite_agree else "") + ".max().item()",
                     f"print(f\"@where[{{k}}]: expected {{@expected.flatten()[k].item():.6g}}, got "
                     f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} "
                     f"({{ulps.max().item():.3g}} ULP, {name}, {{@actual.dtype}}), \"",
@@ -523,11 +547,19 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                   f"got = run({on})",
                   f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
                   + ("; off: without PASSES" if mine else "")]
-        lines += _compare(single, ["expected"] + runs, [
+        agree = _has_fp8(graph)  # NaN and inf are answers there (PyTorch's fp8 casts): equal where both have them
+        lines += _compare(single, ["expected"] + runs, ([
+            "same = ((@actual.astype(np.float64) == @expected) | (np.isnan(@actual.astype(np.float64)) & "
+            "np.isnan(@expected))).ravel()  # NaN and inf agree",
+            "diff = np.where(same, 0.0, np.abs(@actual.astype(np.float64) - @expected).ravel())",
+            "scale = np.maximum(np.nan_to_num(np.abs(@expected).ravel(), nan=0.0, posinf=0.0), "
+            "np.sqrt(np.mean(np.square(@expected[np.isfinite(@expected)]))) if np.isfinite(@expected).any() else 0.0)",
+            "ulps = np.where(same, 0.0, np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) "
+            "- @bound[2]), nan=np.inf))  # in ULPs"] if agree else [
             "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
             "scale = np.maximum(np.abs(@expected).ravel(), np.sqrt(np.mean(np.square(@expected))))",
             "ulps = np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) - @bound[2]), "
-            "nan=np.inf)  # in ULPs",
+            "nan=np.inf)  # in ULPs"]) + [
             "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
             "k = int(ulps.argmax())",
             "print(f\"@where[{k}]: expected {@expected.ravel()[k]:.6g}, got {@actual.ravel()[k]:.6g}; max error "

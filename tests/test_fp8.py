@@ -415,3 +415,40 @@ def test_tvm_mixed_precision_declares_scaled_mm_a_harness_limit() -> None:
     case = Case(Graph(inputs, (Node("y", "scaled_mm", ("a", "b", "sa", "sb")),), ("y",)))
     (out,) = create("tvm/mixed-precision").run_case(case.graph, [input_values(case, 0)])
     assert out.status == "unsupported" and out.message.startswith(HARNESS_LIMIT) and "scaled_mm" in out.message
+
+
+def run_script(path, text: str):
+    """Run a repro script as a user would (python -I); the completed process."""
+    import subprocess
+    import sys
+
+    path.write_text(text)
+    return subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_regression_fp8_repro_scripts_take_the_exact_answer_from_numpy(pool: ExecutorPool, tmp_path) -> None:
+    """fp8 campaign: a torch script's exact answer ran the program in float64, which _scaled_mm refuses (the
+    script crashed, exit 2) and which casts past the fp8 range without PyTorch's NaN; NaN = NaN counted as an
+    error, so a fixed backend would still have failed. The numpy form is the exact answer now, NaN agrees with NaN."""
+    from fuzzer.repro import render
+
+    result = Checker(pool).check(roundtrip_case(), ["torch/eager", "tvm/default"])
+    (f,) = result.findings
+    text = render(roundtrip_case(), f, create("tvm/default"), title(f))
+    done = run_script(tmp_path / "tvm.py", text)
+    assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr[-2000:]
+    fixed = text.replace("got = run(DECLARED)", "got = [inputs[0].astype(ml_dtypes.float8_e4m3fn).astype(np.float32)]")
+    done = run_script(tmp_path / "fixed.py", fixed)  # a TVM that casts as PyTorch does
+    assert done.returncode == 0 and "OK" in done.stdout, done.stdout + done.stderr[-2000:]
+
+    inputs = (Input("a", (1, 1), E5, init={"dist": "constant", "value": 1.0}),
+              Input("b", (1, 8), E4, init={"dist": "uniform", "low": -1.0, "high": 1.0, "seed": 4}),
+              Input("sa", (), "float32", init={"dist": "constant", "value": 1.0}),
+              Input("sb", (), "float32", init={"dist": "constant", "value": 1e-4}))
+    case = Case(Graph(inputs, (Node("y", "scaled_mm", ("a", "b", "sa", "sb")),), ("y",)))
+    with ExecutorPool(["torch/eager", "torch/autocast"], timeout=300.0) as cpu:
+        (f,) = Checker(cpu).check(case, ["torch/eager", "torch/autocast"]).findings
+    assert f.executor == "torch/autocast" and f.ops == ["scaled_mm"]  # its matmul in bfloat16: see the triage
+    done = run_script(tmp_path / "autocast.py", render(case, f, create("torch/autocast"), title(f)))
+    assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr[-2000:]
