@@ -371,6 +371,10 @@ def test_run_families_option_names_known_families_with_their_weights() -> None:
     for bad in ("nope", ",", "fp8,nope"):
         with pytest.raises(UsageError, match="--families"):
             families_from(bad)
+    from fuzzer.commands.run import _generate_among
+
+    assert {_generate_among(["fp8"], 0, i).meta["family"] for i in range(5)} == {"fp8"}  # uniform
+    assert _generate_among(["fp8", "cast"], 0, 0, ["cast"]).meta["family"] == "cast"  # adaptive steering
 
 
 def test_regression_flushing_of_a_contraction_is_judged_not_a_crash() -> None:

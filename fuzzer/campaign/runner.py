@@ -453,8 +453,6 @@ class Campaign:
                     case = self.generate(self.cfg.seed, item, [family]) if self.steer and family else \
                         self.generate(self.cfg.seed, item)
                     executors = self.planner.executors_for(plan, item, str(case.meta.get("family", "")))
-                elif self.cfg.families:  # uniform, restricted to some families (run --families)
-                    case = self.generate(self.cfg.seed, item, list(self.cfg.families))
                 else:
                     case = self.generate(self.cfg.seed, item)
             tests = len(self.cfg.executors if executors is None else executors) * len(case.input_sets)
