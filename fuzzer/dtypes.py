@@ -23,6 +23,9 @@ FLOAT_FORMATS: dict[str, FloatFormat] = {
     "bfloat16": FloatFormat("bfloat16", 7, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
     "float32": FloatFormat("float32", 23, -126, float(np.finfo(np.float32).max)),
     "float64": FloatFormat("float64", 52, -1022, float(np.finfo(np.float64).max)),
+    # fp8 (storage and casts; PyTorch's CPU kernels are few): e4m3fn has no inf, out of range is NaN
+    "float8_e4m3fn": FloatFormat("float8_e4m3fn", 3, -6, 448.0),
+    "float8_e5m2": FloatFormat("float8_e5m2", 2, -14, 57344.0),
 }
 FLOAT_DTYPES: tuple[str, ...] = tuple(FLOAT_FORMATS)
 INT_DTYPES: tuple[str, ...] = ("int32", "int64")
@@ -30,12 +33,20 @@ BOOL = "bool"  # masks: comparisons, where, attention masks
 EXACT_DTYPES: tuple[str, ...] = INT_DTYPES + (BOOL,)  # dtypes whose values are never rounded, only truncated
 DTYPES: tuple[str, ...] = FLOAT_DTYPES + EXACT_DTYPES
 LOW_PRECISION: tuple[str, ...] = ("float16", "bfloat16")
+FP8: tuple[str, ...] = ("float8_e4m3fn", "float8_e5m2")
+# Where PyTorch's cast to fp8 leaves the range (on the float32 magnitude, as torch converts through float32):
+# float8_e4m3fn has no inf and gives NaN past 464 (464 itself ties to 448); float8_e5m2 gives inf from 61440
+# (the tie rounds to 2**16). Measured on torch 2.9.1 and ml_dtypes, which agree.
+FP8_NAN_PAST = 464.0
+FP8_INF_FROM = 61440.0
 
 _NUMPY = {
     "float16": np.dtype(np.float16),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32),
     "float64": np.dtype(np.float64),
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "int32": np.dtype(np.int32),
     "int64": np.dtype(np.int64),
     "bool": np.dtype(np.bool_),
@@ -78,14 +89,32 @@ def cast_undefined(values: np.ndarray | float, dtype: str) -> np.ndarray:
         return ~np.isfinite(arr) | (np.abs(arr) >= float(info.max) * (1.0 - CAST_EDGE))
 
 
+def past_fp8_range(values: np.ndarray | float, dtype: str) -> np.ndarray:
+    """Mask of the values a cast to fp8 `dtype` turns into NaN or inf (none for other dtypes; NaN stays NaN)."""
+    mag = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(over="ignore", invalid="ignore"):
+        mag = mag.astype(np.float32)
+        if dtype == "float8_e4m3fn":
+            return mag > FP8_NAN_PAST
+        if dtype == "float8_e5m2":
+            return mag >= FP8_INF_FROM
+    return np.zeros(mag.shape, dtype=bool)
+
+
 def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
-    """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints, bool for bool)."""
+    """Round values to `dtype` (one rounding, RNE) and return them as float64 (int64 for ints, bool for bool).
+
+    fp8 follows PyTorch's cast: a float64 value goes through float32 first (as torch's conversion does), then
+    RNE; beyond the range NaN for float8_e4m3fn (no inf), inf for float8_e5m2; NaN stays NaN.
+    """
     arr = np.asarray(values, dtype=np.float64)
     if dtype == BOOL:
         return arr != 0
     if not is_float(dtype):
         return np.asarray(np.trunc(arr), dtype=np.int64) if np.all(np.isfinite(arr)) else arr
     with np.errstate(over="ignore", invalid="ignore"):
+        if dtype in FP8:
+            arr = arr.astype(np.float32)
         return arr.astype(numpy_dtype(dtype)).astype(np.float64)
 
 

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .dtypes import LOW_PRECISION, is_exact, is_float, round_to
+from .dtypes import FP8, LOW_PRECISION, is_exact, is_float, round_to
 from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
 from .ops import OPS, is_cast
@@ -179,9 +179,14 @@ def outputs(graph: Graph, env: Values) -> list[np.ndarray]:
     return [env[name] for name in graph.outputs]
 
 
-def overflowed(graph: Graph, values: Values) -> set[str]:
-    """Values that are non-finite or computed from a non-finite value anywhere upstream."""
-    bad = {k for k, v in values.items() if not np.all(np.isfinite(v))}
+def overflowed(graph: Graph, values: Values, exact: Values | None = None) -> set[str]:
+    """Values that are non-finite or computed from a non-finite value anywhere upstream.
+
+    With `exact` (the exact answer), only values non-finite where the exact answer is finite count: an fp8 cast's
+    NaN / inf is PyTorch's cast semantics, part of the exact answer, compared element by element.
+    """
+    bad = {k for k, v in values.items()
+           if not np.all(np.isfinite(v) if exact is None else np.isfinite(v) | ~np.isfinite(exact[k]))}
     for node in graph.nodes:
         if any(isinstance(o, str) and o in bad for o in node.inputs):
             bad.add(node.id)
@@ -193,8 +198,9 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
 
     Where the float32-arithmetic ideal overflows (or meets inf - inf) anywhere, even inside an op (data near
     float32's range), fp32 kernels are outside their range too: the ideals become NaN, so the bound does not
-    judge those values (their non-finite results included). `notes` collects "underflow" when the float32
-    run went subnormal somewhere.
+    judge those values (their non-finite results included). In a graph with casts to fp8, a NaN or inf the exact
+    answer has too (PyTorch's fp8 cast past the range, and what it flows into) is not such a value. `notes`
+    collects "underflow" when the float32 run went subnormal somewhere.
     """
     events: list[str] = []
     with_variance = any(n.op in VARIANCE_OPS for n in graph.nodes)
@@ -203,7 +209,9 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
     if notes is not None and "underflow" in events:
         notes.add("underflow")  # fp32 arithmetic went subnormal: flush-to-zero backends may differ there
     trouble = {"overflow", "invalid"} & set(events)
-    out_of_range = overflowed(graph, runs[ARITHMETICS.index("float32")]) if not trouble else set(runs[0])
+    fp8_casts = any(is_cast(n.op) and n.attrs.get("dtype") in FP8 for n in graph.nodes)
+    exact = evaluate(graph, inputs, rounded=False) if fp8_casts and not trouble else None
+    out_of_range = overflowed(graph, runs[ARITHMETICS.index("float32")], exact) if not trouble else set(runs[0])
     if len(runs) == len(ARITHMETICS):
         one_pass = ARITHMETICS.index("float32-one-pass")
         for k in runs[0]:  # a one-pass variance that destroys the value is no ideal: PyTorch's two passes stand

@@ -14,6 +14,7 @@ import numpy as np
 from . import limits
 from .dtypes import check_dtype, is_float
 from .ops import OPS, ChainBreak, IRError, Typed, ValueInfo, tensor
+from .promotion import PromotionError
 from .tvm_passes import PassSequenceError, check_sequence
 from .values import ValueSpecError, check_spec, make_values
 
@@ -418,7 +419,7 @@ def infer_node(node: Node, values: dict[str, ValueInfo]) -> Typed:
         raise IRError(f"{where}: operands must be tensors, not Python scalars")
     try:
         result = spec.infer(infos, attrs)
-    except IRError as exc:
+    except (IRError, PromotionError) as exc:
         raise IRError(f"{where}: {exc}") from None
     return result
 

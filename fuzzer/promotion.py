@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import BOOL, FLOAT_FORMATS, is_float
+from .dtypes import BOOL, FLOAT_FORMATS, FP8, is_float
 
 DEFAULT_FLOAT = "float32"  # torch.get_default_dtype()
+
+
+class PromotionError(ValueError):
+    """A dtype pair PyTorch refuses to promote (fp8 with any other dtype)."""
 
 
 @dataclass(frozen=True)
@@ -23,9 +27,11 @@ def category(dtype: str) -> int:
 
 
 def promote_types(a: str, b: str) -> str:
-    """torch.promote_types for the dtypes we model."""
+    """torch.promote_types for the dtypes we model; PromotionError where PyTorch raises (fp8, measured on 2.9.1)."""
     if a == b:
         return a
+    if a in FP8 or b in FP8:
+        raise PromotionError(f"PyTorch does not promote {a} with {b} (no promotion for float8 types)")
     if category(a) != category(b):
         return a if category(a) > category(b) else b
     fa, fb = is_float(a), is_float(b)

@@ -25,7 +25,7 @@ from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
 
 from . import __version__
-from .dtypes import FLOAT_FORMATS, LOW_PRECISION, is_float
+from .dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION, is_float
 from .executors.base import Executor
 from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
 from .executors.tvm_exec import NO_TORCH, TVMExecutor, render_passes
@@ -66,9 +66,12 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         typed = infer(numeric)
         budget = max(executor.approximations().values(), default=0.0)  # as judge_outputs widens the slack
         allowed = {}
+        fp8 = _has_fp8(numeric)
         for o in graph.outputs:
+            if fp8:  # the script judges every finite answer: an ideal past an fp8 tie (NaN) counts as the exact one
+                ideal[o] = [np.where(np.isfinite(i) | ~np.isfinite(ideal[o][0]), i, ideal[o][0]) for i in ideal[o]]
             dtype = typed.values[o].dtype
-            fmt = FLOAT_FORMATS[dtype if dtype in ("float16", "bfloat16", "float32", "float64") else "float32"]
+            fmt = FLOAT_FORMATS[dtype if dtype in FLOAT_FORMATS else "float32"]
             allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
                           fmt.mantissa_bits, fmt.min_exponent)
         return Evidence(allowed)
@@ -299,8 +302,14 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     prog = "program" if distinct else "graph"
     defs = [fn] + ([program] if distinct else [])
     exact = f"{prog}(*doubles)"
-    if oracle in ACCURACY:
-        want = render_function(exact_graph(ex.numeric_graph(graph)), "exact").replace("def exact(", f"def {prog}(", 1)
+    numeric = ex.numeric_graph(graph)
+    fp8_numpy = render_numpy(numeric) if oracle in ACCURACY and _has_fp8(numeric) else None
+    if fp8_numpy is not None:  # torch runs no fp8 program in float64 (_scaled_mm; a cast past the range is NaN)
+        defs.append(fp8_numpy)
+        exact = ("[torch.from_numpy(np.asarray(e, dtype=np.float64)) for e in exact(*[t.double().numpy() if "
+                 "torch.is_tensor(t) else t for t in inputs])]")
+    elif oracle in ACCURACY:
+        want = render_function(exact_graph(numeric), "exact").replace("def exact(", f"def {prog}(", 1)
         if want != defs[-1]:
             base = policy if distinct else graph
             castable = _castable(base, prog) if render_function(exact_graph(base), prog) == want else None
@@ -338,12 +347,18 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
         lines += _hazard_tail(finding, prog)
     else:
         lines += _torch_tail(finding, ex, prog, exact, on_device, ev, bool(infer(policy).chain_breaks()),
-                             len(graph.outputs) == 1)
+                             len(graph.outputs) == 1, fp8_numpy is not None)
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
+def _has_fp8(graph: Graph) -> bool:
+    """True when a value of the graph is fp8."""
+    return any(v.dtype in FP8 for v in infer(graph).values.values())
+
+
 def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: bool, ev: Evidence,
-                eager_raises: bool, single: bool) -> list[str]:
+                eager_raises: bool, single: bool, nonfinite_agree: bool = False) -> list[str]:
+    """The run and the verdict; `nonfinite_agree`: NaN/inf are answers (fp8 casts), equal where both have them."""
     ctx = ", ".join(["torch.no_grad()"] + ([ex.repro_context()] if ex.repro_context() else []))
     run = [f"with {ctx}:",
            "    actual = graph(*[t.to(device) if torch.is_tensor(t) else t for t in inputs])" if on_device else
@@ -362,17 +377,33 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
         else:
             run[1] = run[1] + one
         doubles = "[t.double() if torch.is_tensor(t) and t.is_floating_point() else t for t in inputs]"
+        if finding.error_class == "shape":  # the values may not even broadcast: the shapes are the verdict
+            return ([f"expected = {prog}(*inputs){one}  # PyTorch eager on the CPU, same program and dtypes"] + device
+                    + run + _compare(single, ["expected", "actual"], [
+                        "shapes = tuple(@actual.shape), tuple(@expected.shape)",
+                        f"print(f\"{'' if single else '@where: '}{name} returns shape {{shapes[0]}}, PyTorch eager on "
+                        f"the CPU {{shapes[1]}}\")"],
+                        "shapes[0] == shapes[1]"))
         return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
-                 f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "
-                 f"for t in inputs]){one}  # {control}"]
-                + device + run + _compare(single, ["expected", "control", "actual"], [
+                 f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() "
+                 + ("and t.element_size() > 1 " if nonfinite_agree else "")  # fp8 stays fp8 (scaled_mm takes no other)
+                 + f"else t for t in inputs]){one}  # {control}"]
+                + device + run + _compare(single, ["expected", "control", "actual"], ([
+                    "same = (@actual.cpu().double() == @expected) | (@actual.cpu().double().isnan() & @expected.isnan())"
+                    "  # NaN and inf agree",
+                    "diff = torch.where(same, 0.0, (@actual.cpu().double() - @expected).abs()).flatten()",
+                    "scale = @expected.abs().flatten().nan_to_num(0.0, 0.0, 0.0).clamp(min=@expected[@expected.isfinite()]"
+                    ".pow(2).mean().sqrt().nan_to_num(0.0).item())",
+                    "ulps = torch.where(same.flatten(), 0.0, (diff / torch.exp2(scale.log2().floor().clamp(min=@bound[3]) "
+                    "- @bound[2])).nan_to_num(float('inf')))  # in ULPs"] if nonfinite_agree else [
                     "diff = (@actual.cpu().double() - @expected).abs().flatten()",
                     "scale = @expected.abs().flatten().clamp(min=@expected.pow(2).mean().sqrt().item())",
                     "ulps = (diff / torch.exp2(scale.log2().floor().clamp(min=@bound[3]) - @bound[2]))"
-                    ".nan_to_num(float('inf'))  # in ULPs",
+                    ".nan_to_num(float('inf'))  # in ULPs"]) + [
                     "ratio = max(ulps.max().item() / @bound[0], ulps.pow(2).mean().sqrt().item() / @bound[1])",
-                    "k, ref = int(ulps.argmax()), (@control.to(@actual.dtype).double() - @expected).abs().max().item()",
+                    "k, ref = int(ulps.argmax()), (@control.to(@actual.dtype).double() - @expected).abs()"
+                    + (".nan_to_num(0.0, 0.0, 0.0)" if nonfinite_agree else "") + ".max().item()",
                     f"print(f\"@where[{{k}}]: expected {{@expected.flatten()[k].item():.6g}}, got "
                     f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} "
                     f"({{ulps.max().item():.3g}} ULP, {name}, {{@actual.dtype}}), \"",
@@ -452,7 +483,8 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     module = "\n".join(line for line in module.splitlines() if not line.lstrip().startswith('"""'))
     params = {i.name: infer(program).values[i.name].dtype for i in program.inputs}  # main's parameters
     declared = sorted(set(re.findall(r"\bT\['(\w+)'\]", module)) | set(params.values()))
-    bf16 = "bfloat16" in declared or any(typed.values[i.name].dtype == "bfloat16" for i in graph.inputs)
+    bf16 = any(d in ("bfloat16", *FP8) for d in declared) or any(typed.values[i.name].dtype in ("bfloat16", *FP8)
+                                                                for i in graph.inputs)  # ml_dtypes' formats
     as_f32 = {d: "float32" if d in ("float16", "bfloat16") else d for d in declared}
     as_f64 = {d: "float64" if is_float(d) else d for d in declared}
     passes = render_passes(ex.passes)
@@ -515,11 +547,19 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                   f"got = run({on})",
                   f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
                   + ("; off: without PASSES" if mine else "")]
-        lines += _compare(single, ["expected"] + runs, [
+        agree = _has_fp8(graph)  # NaN and inf are answers there (PyTorch's fp8 casts): equal where both have them
+        lines += _compare(single, ["expected"] + runs, ([
+            "same = ((@actual.astype(np.float64) == @expected) | (np.isnan(@actual.astype(np.float64)) & "
+            "np.isnan(@expected))).ravel()  # NaN and inf agree",
+            "diff = np.where(same, 0.0, np.abs(@actual.astype(np.float64) - @expected).ravel())",
+            "scale = np.maximum(np.nan_to_num(np.abs(@expected).ravel(), nan=0.0, posinf=0.0), "
+            "np.sqrt(np.mean(np.square(@expected[np.isfinite(@expected)]))) if np.isfinite(@expected).any() else 0.0)",
+            "ulps = np.where(same, 0.0, np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) "
+            "- @bound[2]), nan=np.inf))  # in ULPs"] if agree else [
             "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
             "scale = np.maximum(np.abs(@expected).ravel(), np.sqrt(np.mean(np.square(@expected))))",
             "ulps = np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) - @bound[2]), "
-            "nan=np.inf)  # in ULPs",
+            "nan=np.inf)  # in ULPs"]) + [
             "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
             "k = int(ulps.argmax())",
             "print(f\"@where[{k}]: expected {@expected.ravel()[k]:.6g}, got {@actual.ravel()[k]:.6g}; max error "

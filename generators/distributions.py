@@ -17,8 +17,10 @@ SpecMaker = Callable[[DrawSource, str], Spec]
 
 F32_BELOW_ONE = float(np.nextafter(np.float32(1.0), np.float32(0.0)))  # 1 - 2**-24
 F32_ABOVE_ZERO = float(np.finfo(np.float32).smallest_normal)
-TINY_STD = {"float16": 1e-6, "bfloat16": 1e-39, "float32": 1e-40, "float64": 1e-310}  # mostly subnormal
-WIDE_EXPONENTS = {"float16": (-7.0, 4.0), "bfloat16": (-30.0, 30.0), "float32": (-30.0, 30.0), "float64": (-30.0, 30.0)}
+TINY_STD = {"float16": 1e-6, "bfloat16": 1e-39, "float32": 1e-40, "float64": 1e-310,  # mostly subnormal
+            "float8_e4m3fn": 4e-3, "float8_e5m2": 2e-5}
+WIDE_EXPONENTS = {"float16": (-7.0, 4.0), "bfloat16": (-30.0, 30.0), "float32": (-30.0, 30.0), "float64": (-30.0, 30.0),
+                  "float8_e4m3fn": (-3.0, 2.6), "float8_e5m2": (-5.0, 4.7)}
 
 
 def _max(dtype: str) -> float:

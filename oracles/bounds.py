@@ -27,12 +27,13 @@ from fuzzer.dtypes import FLOAT_FORMATS
 
 MULTIPLIER = 3.0
 SLACK_ULPS = 2.0
-FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64")
+FLOAT_NAMES = ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
 
 
 def ulp(values, dtype):
     """Spacing of `dtype` at each value (subnormal spacing at zero), as float64."""
-    mantissa, emin = {"float16": (10, -14), "bfloat16": (7, -126), "float32": (23, -126), "float64": (52, -1022)}[dtype]
+    mantissa, emin = {"float16": (10, -14), "bfloat16": (7, -126), "float32": (23, -126), "float64": (52, -1022),
+                      "float8_e4m3fn": (3, -6), "float8_e5m2": (2, -14)}[dtype]
     mag = np.abs(np.asarray(values, dtype=np.float64))
     finite = np.isfinite(mag) & (mag > 0)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -30,20 +30,23 @@ import hashlib
 import re
 from typing import Any, Iterable
 
-from fuzzer.dtypes import FLOAT_FORMATS, LOW_PRECISION
+from fuzzer.dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION
 from fuzzer.ops import OPS
 
 from .findings import Finding
-from .vocabulary import BASE_VARIANT, ExecutorName
+from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName
 
-DTYPE = re.compile(r"bfloat16|float16|float32|float64")
+DTYPE = re.compile(r"float8_e4m3fn|float8_e5m2|bfloat16|float16|float32|float64")
 ONE_PRIMITIVE = ("conv", "matmul")
+CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
 
 def error_family(finding: Finding) -> str:
     """The class part of the key."""
     if finding.oracle in ("error-bound", "effective-precision"):
+        if finding.error_class in (CAST_SEMANTICS, "shape"):
+            return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
         return "underflow" if finding.error_class == "underflow" else "accuracy"
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return "precision"
@@ -63,12 +66,16 @@ def dtype_class(finding: Finding) -> str:
         return "*"  # a crash, hang or compile error: the message names it, the dtypes it met do not split it
     if finding.oracle == "model-hazard":
         return "+".join(sorted(set(names[:2]))) or "-"
+    if error_family(finding) == "shape":
+        return "*"  # a wrong shape is one lowering's, whatever dtype shows it
     floats = [d for d in names if d in FLOAT_FORMATS]
     if not floats:
         return "-"
     narrowest = min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
     if error_family(finding) in ("accuracy", "underflow", "dtype") and narrowest in LOW_PRECISION:
         return "float16/bfloat16"  # one accumulation or intermediate-precision cause shows in both
+    if error_family(finding) in ("accuracy", "underflow", "dtype", CAST_SEMANTICS) and narrowest in FP8:
+        return "float8"  # one conversion routine serves both formats
     return narrowest
 
 
@@ -179,6 +186,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         act, param = (finding.dtypes + ["?", "?"])[:2]
         return (f"Model hazard: {op} gets a {act} activation next to {param} parameters (promoted by a {src}); "
                 f"PyTorch raises under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}")
+    if fam == CAST_SEMANTICS:
+        how, gives = finding.details.get("cast_range", "saturates"), finding.details.get("pytorch_gives", "NaN")
+        return f"[{backend}] {dc} {op} {how} past the format's range where PyTorch's cast gives {gives}{where}"
     if fam == "underflow":
         return f"[{backend}] {dc} {op} loses subnormal values ({finding.ratio or 0:.3g}x the bound){where}"
     if finding.kind == "unsupported":

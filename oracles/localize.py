@@ -14,7 +14,7 @@ import numpy as np
 from fuzzer.ir import Graph, infer
 from fuzzer.outcome import Outcome
 
-from . import semantics
+from . import cast_semantics, semantics
 from .error_bounds import at_fault, node_signature
 from .errors import classify_error, message_key
 from .findings import Finding
@@ -67,6 +67,10 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     narrow = v.narrow or (v.device if device_narrower(v.device, declared) else None)
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
+    if v.shape is not None:
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class="shape",
+                       message=f"{node} ({ops[0]}, {dtypes[0]}) returns shape {list(v.shape)} where PyTorch's is "
+                               f"{list(typed.values[node].shape)}", ratio=None, max_ulp=None, details=details)
     if narrow is not None:
         evidence = f"the device holds {v.device}" if v.device == narrow else f"every value of {node} is a {narrow} number"
         return Finding("effective-precision", s.name, ops, [declared, narrow], f"{declared}-carries-{narrow}",
@@ -75,6 +79,14 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        max_ulp=v.stats.max_ulp, input_set=finding.input_set, node=node,
                        details={**details, "evidence": evidence})
     st = v.stats
+    broke = cast_semantics.cast_range(s.numeric, node, inputs, observed) if st.nonfinite_mismatch else None
+    if broke is not None:  # PyTorch's cast gives NaN/inf past the fp8 range: a dtype-semantics finding
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cast_semantics.CLASS,
+                       message=f"{node} ({ops[0]}, {dtypes[0]}) {broke.how} past the {declared} range: "
+                               f"{broke.count} value(s) finite where PyTorch's cast gives {broke.pytorch} (e.g. "
+                               f"{broke.example[0]:.6g} -> {broke.example[1]:.6g})",
+                       ratio=st.ratio, max_ulp=st.max_ulp,
+                       details={**details, "cast_range": broke.how, "pytorch_gives": broke.pytorch})
     cls = "underflow" if v.underflow else ("nonfinite" if st.nonfinite_mismatch else "bound")
     if cls == "underflow":  # flushing subnormals is a documented choice of many backends: a coverage note
         return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, kind="unsupported",

@@ -86,6 +86,7 @@ class NodeVerdict:
     narrow: str | None  # a narrower format all its values lie on (effective-precision evidence)
     device: str | None  # the element type the device reports for it
     excess: bool = False  # judged fused with its 16-bit producers computing in float32 (XLA's excess precision)
+    shape: tuple[int, ...] | None = None  # the shape the backend returned where it is not the declared (PyTorch's) one
 
 
 def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
@@ -103,6 +104,12 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
         dtype = typed.values[node.id].dtype
         if node.id not in observed or typed.values[node.id].kind == "scalar":
             env[node.id] = ideal_value(node, typed, env)
+            continue
+        shape = tuple(np.shape(observed[node.id]))
+        if shape != typed.values[node.id].shape:  # another shape than PyTorch's: a verdict of its own, never fed on
+            env[node.id] = ideal_value(node, typed, env)
+            wrong = ErrorStats(float("inf"), float("inf"), float("inf"), -1, max(1, int(np.prod(shape))))
+            verdicts.append(NodeVerdict(node.id, wrong, False, None, (device or {}).get(node.id), shape=shape))
             continue
         if node.id in casts and cast_undefined(env[node.inputs[0]], dtype).any():  # no int is wrong there
             env[node.id] = np.asarray(observed[node.id], dtype=np.float64)

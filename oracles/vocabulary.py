@@ -48,6 +48,8 @@ class ErrorClass(str, Enum):
     RUNTIME_ERROR = "runtime-error"
     UNSUPPORTED = "unsupported"
     TIMEOUT = "timeout"
+    DTYPE_SEMANTICS = "dtype-semantics"  # a cast finite past the fp8 range where PyTorch gives NaN/inf
+    SHAPE = "shape"  # a node of another shape than PyTorch's
 
 
 BACKENDS = {"xla": "torch_xla", "tvm": "tvm", "torch": "torch", "neuron": "neuron", "debug": "debug"}

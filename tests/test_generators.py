@@ -166,6 +166,10 @@ def test_intervals_hold_the_reference_values() -> None:
             env = evaluate(case.graph, input_values(case, k), rounded=False)
             for name, val in b.values.items():
                 got = np.asarray(env[name])
+                if not (np.isfinite(val.lo) and np.isfinite(val.hi)):  # "may be inf or nan": an fp8 cast's NaN
+                    got = got[~np.isnan(got)]
+                if got.size == 0:
+                    continue
                 slack = 1e-9 * max(1.0, abs(val.lo), abs(val.hi))
                 assert got.min() >= val.lo - slack and got.max() <= val.hi + slack, (index, name)
 
@@ -214,7 +218,7 @@ def test_campaign_sized_batch_rates() -> None:
     n = 1500  # a campaign's first 20 minutes (3000 here took 50 s of the suite)
     batch = generate_cases(11, n)
     cov = coverage(batch)
-    assert cov["long_fp16_norm_cases"] >= 0.03 * n
+    assert cov["long_fp16_norm_cases"] >= 0.02 * n  # ~2.7% since the fp8 family (7% of the cases) came in
     assert cov["schedule_chain_break_cases"] >= 0.03 * n
     bad = [c.meta["index"] for c in batch if reference_problem(c) is not None]
     assert len(bad) <= 0.01 * n, bad[:10]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
@@ -69,7 +71,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "whose recent tests found no new bug on a family (never below 1 case in 4; torch/eager "
                              "always runs), deterministic per seed; uniform: every executor runs every case. "
                              "Default: the one a resumed campaign was started with, else adaptive")
+    parser.add_argument("--families", default=None,
+                        help="comma-separated generator families the cases come from, with their base weights "
+                             "(default: all; a resume takes the same list again)")
     add_campaign_arguments(parser)
+
+
+def _generate_among(names: list[str], seed: int, index: int, families: list[str] | None = None) -> Any:
+    """generate_case from `names` (the adaptive schedule's one family, when it steers)."""
+    from generators.graphs import generate_case
+
+    return generate_case(seed, index, families or names)
+
+
+def families_from(text: str | None) -> dict[str, float] | None:
+    """--families as {family: base weight} (None: every family); UsageError naming an unknown one."""
+    if text is None:
+        return None
+    from generators.graphs import FAMILIES
+
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    unknown = [f for f in names if f not in FAMILIES]
+    if not names or unknown:
+        raise UsageError(f"--families: {'unknown ' + ', '.join(unknown) if unknown else 'no family named'} "
+                         f"(known: {', '.join(FAMILIES)})")
+    return {f: float(FAMILIES[f][0]) for f in names}
 
 
 def default_workers() -> int:
@@ -137,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--out needs a directory name")  # Path("") is the working directory
         cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
         cfg.schedule, cfg.schedule_default = args.schedule, "adaptive"
+        cfg.families = families_from(args.families)
+        if cfg.families:  # uniform: cases from these families only; adaptive: steered among them
+            cfg.generate = functools.partial(_generate_among, list(cfg.families))
         existed = cfg.out.exists()
         try:
             campaign = Campaign(cfg)

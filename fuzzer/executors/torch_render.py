@@ -12,6 +12,7 @@ from ..ops.base import TorchCall
 TORCH_DTYPE = {
     "float16": "torch.float16", "bfloat16": "torch.bfloat16", "float32": "torch.float32",
     "float64": "torch.float64", "int32": "torch.int32", "int64": "torch.int64", "bool": "torch.bool",
+    "float8_e4m3fn": "torch.float8_e4m3fn", "float8_e5m2": "torch.float8_e5m2",
 }
 __all__ = ["TORCH_DTYPE", "node_expr", "render_function"]
 

@@ -168,7 +168,7 @@ class TVMExecutor(Executor):
                 return np.trunc(values)
             if dtype == "bool":
                 return values != 0
-            return values.astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype).astype(np.float64)
+            return values.astype(getattr(ml_dtypes, dtype, dtype)).astype(np.float64)  # bfloat16, float8_*
         '''
 
     def repro_imports(self) -> str:

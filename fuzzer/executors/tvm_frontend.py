@@ -19,7 +19,8 @@ from .torch_render import TORCH_DTYPE, render_function
 from .tvm_exec import TVMExecutor, classify_limitation, is_tvm_error
 
 RUNTIME = '''
-TVM_DTYPES = {"bfloat16": ml_dtypes.bfloat16}
+TVM_DTYPES = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+              "float8_e5m2": ml_dtypes.float8_e5m2}
 
 
 class Program(torch.nn.Module):

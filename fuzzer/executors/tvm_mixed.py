@@ -21,6 +21,7 @@ from typing import Any
 from ..dtypes import is_float
 from ..ir import Graph, Node, infer, redeclare
 from ..ops import OPS, tagged
+from .base import HarnessLimit
 from .tvm_exec import TVMExecutor
 
 # IR op -> TMixedPrecisionPolicy of the Relax op its lowering emits, read off the op records' tags (tests check
@@ -28,6 +29,7 @@ from .tvm_exec import TVMExecutor
 MIXED_PRECISION: dict[str, str] = {op: "always" if op in tagged(OPS, "amp-always") else
                                    "follow" if op in tagged(OPS, "amp-follow") else "never" for op in OPS}
 WIDE = ("float16", "bfloat16", "float64")
+UNMODELLED = tagged(OPS, "amp-unmodelled")  # ops whose ToMixedPrecision rewrite no policy graph states
 
 
 def float32_version(graph: Graph) -> Graph:
@@ -110,6 +112,9 @@ class TVMMixedPrecisionExecutor(TVMExecutor):
         return frozenset()
 
     def prepare(self, graph: Graph) -> Any:
+        unmodelled = sorted({n.op for n in graph.nodes} & UNMODELLED)
+        if unmodelled:
+            raise HarnessLimit(f"ToMixedPrecision's rewrite of {', '.join(unmodelled)} has no policy in the IR")
         return super().prepare(float32_version(graph))
 
     def repro_parts(self, graph: Graph) -> Any:

@@ -18,7 +18,7 @@ from ..ops import OPS
 from ..ops.base import RelaxCall
 
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
-          "bool": "b"}
+          "bool": "b", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
 
 
 def value_dtype(typed: TypedGraph, value: str) -> str:
@@ -134,7 +134,8 @@ def render_module(graph: Graph, dtype_map: str | None = None) -> str:
 
 
 RUNTIME = '''
-TVM_DTYPES = {"bfloat16": ml_dtypes.bfloat16}
+TVM_DTYPES = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+              "float8_e5m2": ml_dtypes.float8_e5m2}
 
 
 def apply_passes(mod, passes):

@@ -36,7 +36,8 @@ XLA_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-xla")
 XLA_AUTOCAST_LOWER = AUTOCAST_LOWER | tagged(OPS, "autocast-lower-xla")
 # What the device compiler must not change on its own: Neuron's default auto-casts fp32 matmuls to bf16.
 DECLARED_CC_FLAGS = "--auto-cast=none"
-_XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64", "pred": "bool"}
+_XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64",
+              "pred": "bool", "f8e4m3fn": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
 
 def default_pjrt_device() -> str:

@@ -13,7 +13,8 @@ from ..ops import is_cast
 from .edit import elements
 
 # Cost of a dtype: wider (float32) is simpler to reason about than the narrow formats; ints are left alone.
-DTYPE_COST = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 2, "int32": 0, "int64": 0}
+DTYPE_COST = {"float32": 0, "float64": 1, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 3, "float8_e5m2": 3, "int32": 0,
+              "int64": 0}
 
 # Base cost of a value spec by kind: a constant reads best, inline lists worst (each a bound above the one before).
 SPEC_BASE = {"constant": 0, "alternating": 20, "linspace": 40, "normal": 60, "uniform": 60, "randint": 64,

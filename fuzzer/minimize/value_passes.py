@@ -15,7 +15,7 @@ from .candidates import Candidate, offer
 from .edit import Spec, simplest_spec
 from .size import DTYPE_COST
 
-WIDEST_FIRST = ("float64", "float32", "bfloat16", "float16")
+WIDEST_FIRST = ("float64", "float32", "bfloat16", "float16", "float8_e4m3fn", "float8_e5m2")
 
 
 def _float_dtypes(case: Case) -> list[str]:

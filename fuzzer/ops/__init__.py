@@ -13,11 +13,13 @@ from . import (
     pooling,
     reductions,
     resample,
+    scaled,
     shapes,
 )
 from .base import TAGS, ChainBreak, IRError, OpSpec, Typed, ValueInfo, tagged, tensor
 
-FAMILIES = (elementwise, masks, constants, reductions, norms, linalg, shapes, indexing, pooling, resample, attention)
+FAMILIES = (elementwise, masks, constants, reductions, norms, linalg, shapes, indexing, pooling, resample, attention,
+            scaled)
 OPS: dict[str, OpSpec] = {op.name: op for family in FAMILIES for op in family.OPS}
 
 

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..dtypes import check_dtype, is_float
+from ..dtypes import FP8, FP8_INF_FROM, FP8_NAN_PAST, check_dtype, is_float
 from ..promotion import Operand, float_result, result_type
 from . import aten as A
 from . import intervals as iv
@@ -256,9 +256,17 @@ def minimum(a, b, **_: Any) -> np.ndarray:
     return np.minimum(a, b)
 
 
-def astype(a, **_: Any) -> np.ndarray:
-    """Cast (the rounding itself is applied by the executor)."""
-    return np.asarray(a, dtype=np.float64)
+def astype(a, dtype=None, **_: Any) -> np.ndarray:
+    """Cast (the rounding itself is applied by the executor); past an fp8 format's range PyTorch's cast is part
+    of the exact answer: NaN for float8_e4m3fn, inf for float8_e5m2 (measured on the float32 magnitude)."""
+    a = np.asarray(a, dtype=np.float64)
+    if dtype not in FP8:
+        return a
+    with np.errstate(over="ignore", invalid="ignore"):
+        mag = np.abs(a.astype(np.float32))
+        if dtype == "float8_e4m3fn":
+            return np.where(mag > FP8_NAN_PAST, np.nan, a)
+        return np.where(mag >= FP8_INF_FROM, np.copysign(np.inf, a), a)
 
 
 # ---------------------------------------------------------------- lowerings
@@ -352,7 +360,13 @@ def _np_gelu(c: NumpyCall) -> str:
 
 
 def _np_astype(c: NumpyCall) -> str:
-    return c.args[0] if is_float(c.dtype) else f"np.trunc({c.args[0]})"  # the exact answer: casts do not round
+    """The exact answer: casts do not round; past an fp8 format's range, PyTorch's NaN / inf (see astype)."""
+    x = c.args[0]
+    if c.dtype == "float8_e4m3fn":
+        return f"np.where(np.abs({x}.astype(np.float32)) > {FP8_NAN_PAST!r}, np.nan, {x})"
+    if c.dtype == "float8_e5m2":
+        return f"np.where(np.abs({x}.astype(np.float32)) >= {FP8_INF_FROM!r}, np.copysign(np.inf, {x}), {x})"
+    return x if is_float(c.dtype) else f"np.trunc({x})"
 
 
 def _aten_gelu(c: AtenCall) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ..dtypes import is_float, round_to
+from ..dtypes import FP8, is_float, past_fp8_range, round_to
 from .base import ValueInfo
 
 Interval = tuple[float, float]
@@ -216,6 +216,8 @@ def conv_transpose_fan(infos: Infos, attrs: Attrs) -> int:
 def astype_rule(ivs: Ivs, infos: Infos, attrs: Attrs, out: ValueInfo) -> Interval:
     a = ivs[0]
     assert a is not None
+    if out.dtype in FP8 and past_fp8_range(magnitude(a), out.dtype):
+        return UNBOUNDED  # PyTorch's cast gives NaN (e4m3fn) or inf (e5m2) there
     return a if is_float(out.dtype) else rounded(a, out.dtype)
 
 

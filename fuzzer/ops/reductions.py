@@ -1,4 +1,4 @@
-"""Reductions and softmax: sum, mean, var, softmax, log_softmax, cumsum."""
+"""Reductions and softmax: sum, mean, var, amax, softmax, log_softmax, cumsum."""
 
 from __future__ import annotations
 
@@ -100,6 +100,11 @@ def var(a, dims=None, keepdim=False, correction=1, **_: Any) -> np.ndarray:
     return v if keepdim else np.squeeze(v, axis=axes)
 
 
+def amax(a, dims=None, keepdim=False, **_: Any) -> np.ndarray:
+    """Max over dims (NaN wins, as torch.amax); amax of |x| is what fp8 recipes scale by."""
+    return np.max(a, axis=_axis(a, dims), keepdims=keepdim)
+
+
 def softmax(a, dim=-1, **_: Any) -> np.ndarray:
     """Softmax along dim (max-subtracted)."""
     m = np.max(a, axis=dim, keepdims=True)
@@ -141,6 +146,10 @@ def _torch_var(c: TorchCall) -> str:
 def _relax_reduce(op: str) -> Callable[[RelaxCall], str]:
     return lambda c: (f"R.op.{op}({c.arg(0)}, axis={_dims_src(c.attrs['dims'])}, "
                       f"keepdims={bool(c.attrs['keepdim'])})")
+
+
+def _relax_amax(c: RelaxCall) -> str:
+    return f"R.op.max({c.arg(0)}, axis={_dims_src(c.attrs['dims'])}, keepdims={bool(c.attrs['keepdim'])})"
 
 
 def _relax_var(c: RelaxCall) -> str:
@@ -235,6 +244,13 @@ def _aten_reduce(op: str, correction: bool = False) -> A.AtenFn:
     return tr
 
 
+def _aten_amax(c: AtenCall) -> str:
+    """amax(self, dim=[], keepdim=False): an empty dim list reduces every dim."""
+    dims = c.arg(1, "dim", [])
+    return c.emit("amax", [c.arg(0, "self")], {"dims": A.ints(dims) if dims not in (None, []) else None,
+                                                "keepdim": bool(c.arg(2, "keepdim", False))})
+
+
 def _aten_softmax(op: str) -> A.AtenFn:
     def tr(c: AtenCall) -> str:
         if c.arg(2, "half_to_float", None) not in (None, False) or c.kwargs.get("dtype") is not None:
@@ -269,6 +285,11 @@ OPS: list[OpSpec] = [
            attr_types={**_REDUCE_TYPES, "correction": NONNEGATIVE_INT},
            numpy=_np_var,
            aten=A.overloads("var.correction var.dim var.default", _aten_reduce("var", correction=True))),
+    OpSpec("amax", "reduction", ("a",), {"dims": None, "keepdim": False}, _infer_reduce("amax"), amax,
+           _torch_reduce("amax"), _relax_amax, iv.unary_rule(lambda a: a),
+           Example(_X, ("x",), {"dims": [-1], "keepdim": False}), attr_types=_REDUCE_TYPES,
+           numpy=_np_reduce("max"),
+           aten=A.overloads("amax.default", _aten_amax)),
     OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, _torch_softmax("softmax"),
            _relax_softmax("softmax"), iv.softmax_rule(log=False), Example(_X, ("x",), {"dim": -1}),
            attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"}),
