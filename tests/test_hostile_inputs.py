@@ -291,7 +291,7 @@ OPTIONS: list[tuple[str, list[str], str]] = [
     ("smoke-junit-under-file", ["smoke", "--out", "fresh", "--junit", "FILE/j.xml", "--executors", "debug/faults",
                                 "--max-tests", "1"], "not a directory"),
     ("smoke-max-tests-zero", ["smoke", "--out", "fresh", "--max-tests", "0"], "--max-tests"),
-    ("smoke-baseline-dev-zero", ["smoke", "--out", "fresh", "--baseline", "/dev/zero", "--max-tests", "1"], "larger than"),
+    ("smoke-baseline-dev-zero", ["smoke", "--out", "fresh", "--baseline", "/dev/zero", "--max-tests", "1"], "is a device, not a file"),
     ("smoke-baseline-directory", ["smoke", "--out", "fresh", "--baseline", "DIR", "--max-tests", "1"], "baseline"),
     ("report-not-a-campaign", ["report", "DIR"], "not a campaign directory"),
     ("report-file", ["report", "FILE"], "not a campaign directory"),

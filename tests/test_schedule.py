@@ -108,6 +108,22 @@ def test_with_floor() -> None:
     assert abs(sum(w.values()) - 1.0) < 1e-9 and min(w.values()) >= 0.05 - 1e-12 and w["a"] > 0.8
 
 
+def test_block_plans_do_not_depend_on_the_string_hash_seed() -> None:
+    """Regression: with_floor listed the floored families first, in set order, so the families a plan drew
+    changed with PYTHONHASHSEED (the Ray and local runs of seed 1 made different cases at index 2)."""
+    import subprocess
+    import sys
+
+    assert list(with_floor({"a": 100.0, "b": 1.0, "c": 0.0, "d": 0.5}, 0.05)) == ["a", "b", "c", "d"]
+    code = ("from fuzzer.campaign.runner import _base_families; from fuzzer.campaign.schedule import Planner, Stats;"
+            "p = Planner(1, ['xla/native'], _base_families(), pinned=['torch/eager'], block_size=64);"
+            "print([a.family for a in p.plan(0, Stats()).assignments])")
+    root = Path(__file__).resolve().parents[1]
+    plans = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True,
+                            env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout for h in (1, 2, 3)}
+    assert len(plans) == 1, plans
+
+
 # ---------------------------------------------------------------- campaigns
 
 

@@ -143,7 +143,7 @@ def with_floor(weights: Mapping[str, float], floor: float) -> dict[str, float]:
             out[n] = room * (max(weights[n], 0.0) / total if total > 0 else 1.0 / len(free))
         low = [n for n in free if out[n] < floor - 1e-12]
         if not low:
-            return out
+            return {n: out[n] for n in names}  # the input's order: plans draw from the cumulative weights in it
         fixed.update(low)
 
 
