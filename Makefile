@@ -8,6 +8,8 @@ ZOO_OUT ?= results/zoo
 OUT ?= results/fuzz
 TIME ?= 300
 PYTEST_ARGS ?=
+# test processes (pytest-xdist): CI has 2 cores; `make test PYTEST_WORKERS=0` runs in one process
+PYTEST_WORKERS ?= 2
 
 .PHONY: install install-ray install-zoo fuzz test test-fast smoke bench zoo report clean
 
@@ -36,10 +38,10 @@ fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
 
 test: install
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 smoke: install
 	$(BIN)/precfuzz smoke --junit results/smoke/junit.xml
