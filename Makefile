@@ -38,10 +38,10 @@ fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
 
 test: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-fast: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 smoke: install
 	$(BIN)/precfuzz smoke --junit results/smoke/junit.xml

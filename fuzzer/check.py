@@ -195,7 +195,7 @@ class Checker:
             expected, ideal = answers[s.name]
             judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
                                                max(s.approximate.values(), default=0.0))
-            undefined = undefined_casts(s.numeric, s.typed("numeric"), expected, ideal)
+            undefined = undefined_casts(s.numeric, s.typed("numeric"), expected, ideal, sets)
             if undefined:
                 judgements[s.name] = [j for j in judgements[s.name]
                                       if j.output not in undefined.get(j.input_set, ((), set()))[1]]

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .dtypes import FP8, LOW_PRECISION, is_exact, is_float, round_to
+from .dtypes import FP8, LOW_PRECISION, cast_undefined, is_exact, is_float, round_to
 from .identifiers import literal, value_identifiers
 from .ir import Graph, canonical, graph_to_json, infer, op_attrs
 from .ops import OPS, is_cast
@@ -172,6 +172,29 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
     return {k: (np.broadcast_to(np.asarray(v, dtype=np.float64), typed.values[k].shape)
                 if typed.values[k].kind != "scalar" else np.asarray(v, dtype=np.float64))
             for k, v in values.items()}
+
+
+def undefined_cast_reach(graph: Graph, inputs: Values) -> set[str]:
+    """Values that change when every float->int cast gives another int where the conversion is undefined (NaN, inf,
+    out of range): the reference run twice, such elements set to 0 and then to 1. A value computed from such a cast
+    whose elements are then discarded (torch.where picking the other branch, T5's relative-position buckets) does
+    not change, and stays judged."""
+    fn = _compiled(canonical(graph_to_json(graph)), frozenset())
+    kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}
+
+    def run(fill: int) -> dict[str, np.ndarray]:
+        def rnd(values: Any, dtype: str) -> np.ndarray:
+            out = round_to(values, dtype)
+            if is_float(dtype) or dtype == "bool":
+                return out
+            return np.where(cast_undefined(values, dtype), fill, out)
+
+        env = {k: np.asarray(v, dtype=kinds.get(k, np.float64)) for k, v in inputs.items()}
+        with np.errstate(all="ignore"):
+            return {k: np.asarray(v, dtype=np.float64) for k, v in fn(env, True, rnd).items()}
+
+    a, b = run(0), run(1)
+    return {k for k in a if k in b and (np.shape(a[k]) != np.shape(b[k]) or not np.array_equal(a[k], b[k], equal_nan=True))}
 
 
 def outputs(graph: Graph, env: Values) -> list[np.ndarray]:

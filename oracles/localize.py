@@ -7,7 +7,7 @@ Each function takes `run(graph, inputs) -> Outcome`: the finding's executor on o
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -124,12 +124,38 @@ def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if raises(mid) else (mid + 1, hi)
+    departed = shape_departure(s, typed, nodes[:hi], inputs, run)
+    if departed is not None:  # the error is a consequence: an earlier node already has another shape than PyTorch's
+        name, got, want = departed
+        op = s.graph.node(name).op
+        return replace(finding, oracle="error-bound", ops=[op], node=name, error_class="shape",
+                       dtypes=[typed.values[name].dtype], ratio=None, max_ulp=None,
+                       message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(got)} where PyTorch's is "
+                               f"{list(want)}; {nodes[hi].id} ({nodes[hi].op}) then raises: {finding.message}",
+                       details={**finding.details, "localized": True, "whole_graph": False,
+                                "raised_at": nodes[hi].id})
     node = nodes[hi]
     return replace(finding, ops=[node.op], node=node.id,
                    dtypes=sorted({typed.values[o].dtype for o in node.inputs if isinstance(o, str)}
                                  | {typed.values[node.id].dtype}),
                    message=f"{node.id} ({node.op}): {finding.message}",
                    details={**finding.details, "localized": True, "whole_graph": False})
+
+def shape_departure(s: Subject, typed: Any, prefix: list[Any], inputs: Values,
+                    run: Run) -> tuple[str, tuple[int, ...], tuple[int, ...]] | None:
+    """The first node of `prefix` whose result on the backend has another shape than PyTorch's (one probe)."""
+    outs = tuple(n.id for n in prefix if typed.values[n.id].kind != "scalar")
+    if not outs:
+        return None
+    o = run(Graph(s.graph.inputs, tuple(prefix), outs), inputs)
+    if not o.ok or o.outputs is None:
+        return None
+    for name, value in zip(outs, o.outputs):
+        got, want = tuple(np.shape(value)), tuple(typed.values[name].shape)
+        if got != want:
+            return name, got, want
+    return None
+
 
 def downcast(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
     """Name the first mixed-dtype node whose own result is narrower than the promotion (one probe)."""

@@ -20,7 +20,7 @@ from fuzzer.dtypes import (
     is_float,
     round_to,
 )
-from fuzzer.interpret import evaluate, ideal_values
+from fuzzer.interpret import evaluate, ideal_values, undefined_cast_reach
 from fuzzer.ir import Graph, Input, IRError, Node, infer, op_attrs
 from fuzzer.ops import OPS, is_cast, tagged
 
@@ -57,10 +57,14 @@ def int_casts(graph: Graph, typed: Any) -> list[Node]:
 
 
 def undefined_casts(graph: Graph, typed: Any, expected: list[Values],
-                    ideal: list[dict[str, list[np.ndarray]]]) -> dict[int, tuple[list[str], set[str]]]:
+                    ideal: list[dict[str, list[np.ndarray]]],
+                    inputs: list[Values] | None = None) -> dict[int, tuple[list[str], set[str]]]:
     """Per input set: the float->int casts meeting NaN, inf or a value beyond the int type (in the reference or
     an ideal implementation), and every value computed from them. C and PyTorch leave such a conversion
-    undefined, so whatever int a backend returns there (PyTorch eager's included) is not a wrong answer."""
+    undefined, so whatever int a backend returns there (PyTorch eager's included) is not a wrong answer.
+
+    With the input sets, a value counts as computed from such a cast only where the undefined ints reach it
+    (fuzzer.interpret.undefined_cast_reach: it changes with them); else every value downstream counts."""
     casts = int_casts(graph, typed)
     out: dict[int, tuple[list[str], set[str]]] = {}
     for k in range(len(expected)):
@@ -72,6 +76,8 @@ def undefined_casts(graph: Graph, typed: Any, expected: list[Values],
             for node in graph.nodes:
                 if any(isinstance(o, str) and o in reached for o in node.inputs):
                     reached.add(node.id)
+            if inputs is not None:
+                reached = (reached & undefined_cast_reach(graph, inputs[k])) | set(hit)
             out[k] = (hit, reached)
     return out
 

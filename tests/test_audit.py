@@ -71,6 +71,31 @@ def test_untranslatable_ops_are_listed_with_their_lines(tmp_path: Path, capsys: 
         assert f"{op}" in err and f"model.py:{line}" in err, err
 
 
+def test_regression_roll_repeat_and_broadcast_to_translate_exactly() -> None:
+    """A new user's Swin (shifted windows: torch.roll, whose decomposition needs aten.fmod) and diffusers' UNet1D
+    (timestep_embed.repeat, broadcast_to) stopped at "cannot translate"; they are slices, cats, reshapes, expands."""
+    import numpy as np
+    import torch
+
+    from fuzzer.audit.translate import translate
+    from fuzzer.interpret import evaluate
+    from fuzzer.ir import input_values
+
+    class M(torch.nn.Module):
+        def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            r = torch.roll(x, shifts=(-1, 2), dims=(1, 2)) + torch.roll(x, 3)
+            e = t.repeat([2, 1, x.shape[2]]) + torch.broadcast_to(t[:1], (2, 3, 1))
+            return r * e
+
+    x = torch.arange(2 * 3 * 5, dtype=torch.float32).reshape(2, 3, 5)
+    t = torch.tensor([[[0.5], [1.5], [-2.0]]])
+    tr = translate(M(), (x, t))
+    ops = {n.op for n in tr.case.graph.nodes}
+    assert ops <= {"slice", "cat", "reshape", "expand", "add", "mul"}, ops
+    got = evaluate(tr.case.graph, input_values(tr.case, 0), rounded=False)[tr.case.graph.outputs[0]]
+    np.testing.assert_array_equal(got, M()(x, t).double().numpy())
+
+
 def test_translation_keeps_the_trained_values_and_the_source_lines() -> None:
     import numpy as np
 

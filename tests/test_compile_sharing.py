@@ -97,3 +97,7 @@ def test_oracle_backend_work_is_counted_not_hidden_in_the_overhead() -> None:
     clock = SimpleNamespace(elapsed=lambda: 0.0)  # the row builder reads only the result and the campaign's clock
     rows = Campaign._rows(clock, result, "0")
     assert sum(r["oracle_compiles"] for r in rows) == sum(int(t["compiles"]) for t in result.oracle_backend.values())
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_compile_sharing")

@@ -320,6 +320,23 @@ def test_regression_torch_xla_amax_without_dims_is_a_shape_finding(pool: Executo
     assert "xla/native returns shape (2,), PyTorch eager on the CPU ()" in done.stdout
 
 
+def test_regression_an_error_after_a_shape_departure_is_blamed_on_the_node_of_another_shape(pool: ExecutorPool) -> None:
+    """triage8 bb1cf41878: torch_xla's scaled_mm raised "(scale_a.numel() == 1 && scale_b.numel() == 1) INTERNAL
+    ASSERT FAILED" because its scale came from amax(x), which torch_xla 2.9 leaves unreduced; the record blamed
+    scaled_mm (a second bug, 18 nodes the minimizer could not cut). The error is the amax shape bug's."""
+    inputs = (Input("x", (4, 16), "float32", init={"dist": "normal", "seed": 5}),
+              Input("w", (8, 16), "float32", init={"dist": "normal", "seed": 6}))
+    nodes = (Node("a", "abs", ("x",)), Node("m", "amax", ("a",)), Node("s", "div", (1.0, "m")),
+             Node("x8", "astype", ("x",), {"dtype": E4}), Node("w8", "astype", ("w",), {"dtype": E4}),
+             Node("wt", "transpose", ("w8",), {"dim0": 0, "dim1": 1}),
+             Node("mm", "scaled_mm", ("x8", "wt", "s", "s"), {"out_dtype": "float32"}))
+    result = Checker(pool).check(Case(Graph(inputs, nodes, ("mm",))), ["torch/eager", "xla/native"])
+    (f,) = [f for f in result.findings if f.executor == "xla/native"]
+    assert (f.ops, f.error_class, f.node) == (["amax"], "shape", "m"), f
+    assert "returns shape [4, 16] where PyTorch's is []" in f.message and "mm (scaled_mm) then raises" in f.message
+    assert bug_key(f) == "backend-bug|torch_xla|amax|shape|*|*"
+
+
 # ---------------------------------------------------------------- generators and Neuron
 
 
@@ -456,3 +473,7 @@ def test_regression_fp8_repro_scripts_take_the_exact_answer_from_numpy(pool: Exe
     assert f.executor == "torch/autocast" and f.ops == ["scaled_mm"]  # its matmul in bfloat16: see the triage
     done = run_script(tmp_path / "autocast.py", render(case, f, create("torch/autocast"), title(f)))
     assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_fp8")

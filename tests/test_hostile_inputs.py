@@ -639,6 +639,34 @@ def test_adversarial3_float_to_int_cast_out_of_range_or_nan_is_not_judged() -> N
     assert "i" not in verdicts and {"s", "j", "y"} <= verdicts  # the undefined cast is not pinned as the fault
 
 
+def test_regression_an_undefined_cast_that_where_discards_leaves_the_output_judged() -> None:
+    """A new user's T5 audit said "clean" with no output judged: its relative-position buckets cast log(0) = -inf
+    to an int that torch.where then drops, and every value downstream of the cast was left unjudged."""
+    from fuzzer.interpret import evaluate, ideal_values
+    from fuzzer.ir import case_from_json, infer, input_values
+    from oracles.nodes import undefined_casts
+
+    doc = {"format": "precfuzz-graph/1",
+           "inputs": [{"name": "x", "role": "input", "kind": "tensor", "shape": [4], "dtype": "float32",
+                       "init": {"values": [0.0, 1.0, 2.0, 8.0]}}],
+           "nodes": [{"id": "l", "op": "log", "inputs": ["x"], "attrs": {}},
+                     {"id": "i", "op": "astype", "inputs": ["l"], "attrs": {"dtype": "int64"}},
+                     {"id": "small", "op": "lt", "inputs": ["x", 2.0], "attrs": {}},
+                     {"id": "xi", "op": "astype", "inputs": ["x"], "attrs": {"dtype": "int64"}},
+                     {"id": "b", "op": "where", "inputs": ["small", "xi", "i"], "attrs": {}},
+                     {"id": "y", "op": "astype", "inputs": ["b"], "attrs": {"dtype": "float32"}},
+                     {"id": "z", "op": "add", "inputs": ["i", 1], "attrs": {}}],
+           "outputs": ["y", "z"], "input_sets": [{}]}
+    case = case_from_json(doc)
+    graph, typed = case.graph, infer(case.graph)
+    sets = [input_values(case, 0)]
+    expected = [evaluate(graph, v, rounded=False) for v in sets]
+    ideal = [ideal_values(graph, v) for v in sets]
+    hit, reached = undefined_casts(graph, typed, expected, ideal, sets)[0]
+    assert hit == ["i"] and "z" in reached and "y" not in reached, reached  # where(x < 2) drops log(0)'s int
+    assert "y" in undefined_casts(graph, typed, expected, ideal)[0][1]  # without the inputs: every value downstream
+
+
 def test_adversarial3_float_to_int_cast_beyond_int32_is_a_note_not_a_finding(workdir: Path, capsys) -> None:
     doc = {"format": "precfuzz-graph/1",
            "inputs": [{"name": "x", "role": "input", "kind": "tensor", "shape": [4], "dtype": "float32",

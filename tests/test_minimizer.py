@@ -555,3 +555,7 @@ def test_regression_without_a_signature_the_most_valuable_finding_is_the_target(
     assert most_valuable([gap, hazard]) is hazard
     inf = Finding("error-bound", "tvm/default", ["mean"], ["float16"], "nonfinite", "m", ratio=None)
     assert most_valuable([tvm, inf]) is inf
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_minimizer")

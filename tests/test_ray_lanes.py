@@ -263,3 +263,7 @@ def test_cli_ray_run_selects_the_same_cases_and_bugs_as_the_local_pool(cluster, 
     assert len(runs["ray"]) == len(runs["local"]) <= 60
     assert set(signatures(remote)) == set(signatures(local)) and signatures(local)  # seed 1 finds two bugs
     assert set(bug_keys(remote)) == set(bug_keys(local))
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_ray_lanes")

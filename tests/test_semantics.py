@@ -593,3 +593,7 @@ def test_regression_an_attention_break_is_traced_to_the_wide_operand_not_a_liter
     g = Graph(inputs, nodes, ("attn",))
     trace = break_trace(g, infer(g), "attn")
     assert trace is not None and "0" not in trace.culprits and "table" in trace.culprits
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_semantics")

@@ -289,3 +289,7 @@ def test_frontend_finding_has_a_short_repro_that_exits_1_alone(tmp_path: Path) -
     done = subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "tvm/frontend returns ['float32'] expected ['float16']" in done.stdout
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_tvm_depth")

@@ -351,3 +351,7 @@ def test_runs_in_an_isolated_worker(seed: Case) -> None:
         default, decompose = pool.run("tvm/default", seed.graph, sets)[0], pool.run("tvm/decompose", seed.graph, sets)[0]
     assert default.ok and decompose.ok
     assert np.abs(default.outputs[0]).max() == 1.0 and np.abs(decompose.outputs[0]).max() == 1.4140625
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_tvm_executor")

@@ -309,3 +309,7 @@ def test_every_op_on_xla_native(pool: ExecutorPool, dtype: str) -> None:
             out_of_bound.add((owner[name], dtype))
     assert wrong_dtype == {}
     assert out_of_bound == {k for k in XLA_OUT_OF_BOUND if k[1] == dtype}
+
+
+# module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
+pytestmark = pytest.mark.xdist_group(name="test_xla_executors")

@@ -317,6 +317,41 @@ def _aten_expand(c: AtenCall) -> str:
     return c.emit("expand", [c.arg(0, "self")], {"shape": list(c.shape)})
 
 
+def _aten_repeat(c: AtenCall) -> str:
+    """repeat(self, repeats): a tile, as reshape (a 1 before every dim) -> expand -> reshape (values only moved)."""
+    x = c.arg(0, "self")
+    reps = A.ints(c.arg(1, "repeats"))
+    shape = [1] * (len(reps) - len(c.info(x).shape)) + list(c.info(x).shape)
+    if all(r == 1 for r in reps):
+        return x if list(c.info(x).shape) == shape else c.emit("reshape", [x], {"shape": shape})
+    if min(reps) < 1:
+        raise AtenSkip(f"repeat {reps} (an empty tile)")
+    spread = c.emit("reshape", [x], {"shape": [d for s in shape for d in (1, s)]})
+    tiled = c.emit("expand", [spread], {"shape": [d for r, s in zip(reps, shape) for d in (r, s)]})
+    return c.emit("reshape", [tiled], {"shape": [r * s for r, s in zip(reps, shape)]})
+
+
+def _aten_roll(c: AtenCall) -> str:
+    """roll(self, shifts, dims): per dim, the last `shift` entries moved to the front (two slices and a cat)."""
+    x = c.arg(0, "self")
+    shape = list(c.info(x).shape)
+    shifts, dims = A.ints(c.arg(1, "shifts")), A.ints(c.arg(2, "dims", []) or [])
+    flat = not dims
+    if flat:
+        if len(shifts) != 1:
+            raise AtenSkip(f"roll of a flattened tensor by {shifts}")
+        x, dims, size = c.emit("reshape", [x], {"shape": [math.prod(shape)]}), [0], math.prod(shape)
+    for shift, dim in zip(shifts, dims):
+        n = size if flat else shape[dim % len(shape)]
+        k = int(shift) % n if n else 0
+        if k == 0:
+            continue
+        head = c.emit("slice", [x], {"dim": dim, "start": n - k, "end": n, "step": 1})
+        tail = c.emit("slice", [x], {"dim": dim, "start": 0, "end": n - k, "step": 1})
+        x = c.emit("cat", [head, tail], {"dim": dim})
+    return c.emit("reshape", [x], {"shape": shape}) if flat else x
+
+
 def _aten_cat(c: AtenCall) -> str:
     parts = [p for p in c.arg(0, "tensors") if math.prod(c.info(p).shape) != 0]  # empty parts add nothing
     if not 1 <= len(parts) <= CAT_SLOTS:
@@ -421,14 +456,15 @@ OPS: list[OpSpec] = [
            lambda c: f"R.op.broadcast_to({c.arg(0)}, {[int(s) for s in c.attrs['shape']]!r})", _SAME,
            Example((example_input("x", [2, 1, 8]),), ("x",), {"shape": [3, 2, 4, 8]}), attr_types={"shape": SHAPE},
            numpy=lambda c: f"np.broadcast_to({c.args[0]}, {tuple(int(s) for s in c.attrs['shape'])!r})",
-           aten=A.overloads("expand.default expand_as.default", _aten_expand)),
+           aten=A.overloads("expand.default expand_as.default broadcast_to.default", _aten_expand)
+           | {"repeat.default": _aten_repeat}),
     OpSpec("cat", "layout", ("t0",) + tuple(f"t{k}?" for k in range(1, CAT_SLOTS)), {"dim": 0}, _infer_cat, cat,
            lambda c: f"torch.cat({_cat_args(c.args)}, dim={int(c.attrs['dim'])})", _relax_cat,
            lambda ivs, infos, attrs, out: iv.union([i for i in ivs if i is not None]),
            Example((example_input("x", [2, 3, 8]), example_input("y", [2, 5, 8])), ("x", "y"), {"dim": 1}),
            attr_types={"dim": INT},
            numpy=lambda c: f"np.concatenate({_cat_args(c.args)}, axis={int(c.attrs['dim'])})",
-           aten=A.overloads("cat.default concat.default", _aten_cat)),
+           aten=A.overloads("cat.default concat.default", _aten_cat) | {"roll.default": _aten_roll}),
     OpSpec("slice", "layout", ("a",), {"dim": 0, "start": 0, "end": 1, "step": 1}, _infer_slice, slice_,
            _torch_slice, _relax_slice, _SAME, Example(_X, ("x",), {"dim": -1, "start": 1, "end": 7, "step": 2}),
            attr_types={"dim": INT, "start": INT, "end": INT, "step": AttrType("an int >= 1", lambda v: INT.accepts(v) and v >= 1)},
