@@ -67,6 +67,8 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     narrow = v.narrow or (v.device if device_narrower(v.device, declared) else None)
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
+    if node in s.typed().chain_breaks() and node not in s.bridged:
+        details["chain_break"] = True  # the backend ran mixed operand dtypes PyTorch rejects: the downcast cause
     if v.shape is not None:
         return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class="shape",
                        message=f"{node} ({ops[0]}, {dtypes[0]}) returns shape {list(v.shape)} where PyTorch's is "

@@ -406,6 +406,22 @@ def test_regression_one_lowering_one_bug_record() -> None:
     assert bug_key(hazard) == "model-hazard|model|conv2d|hazard|bfloat16+float32|*"
 
 
+def test_regression_numbers_of_an_op_pytorch_rejects_are_the_missing_dtype_check(checker: Checker) -> None:
+    """triage8 sample #13: torch_xla's layer_norm of a bfloat16 x with float16 gamma (PyTorch raises) is off the
+    float32 ideal, and was filed as a layer_norm accuracy bug (beside the NaN bug of float16 layer_norm). Its numbers
+    show the missing dtype check (a narrower format), so it is keyed with the silent downcasts."""
+    from oracles.bugs import bug_key
+
+    case = Case(Graph((Input("x", (1, 884), "bfloat16", init={"dist": "normal", "std": 10.0, "seed": 174621433}),
+                       Input("gamma", (1, 884), "float16", "param", init={"dist": "normal", "mean": 1.0, "std": 0.1,
+                                                                          "seed": 1256291446})),
+                      (Node("ln", "layer_norm", ("x", "gamma"), {"normalized_shape": [1, 884], "eps": 1e-6}),),
+                      ("ln",)))
+    found = [f for f in checker.check(case, ["torch/eager", "xla/native"]).findings if f.executor == "xla/native"]
+    assert found and all(f.kind == "backend-bug" for f in found), [f.signature for f in found]
+    assert {bug_key(f) for f in found} == {"backend-bug|torch_xla|*|downcast|mixed|*"}, [f.signature for f in found]
+
+
 def test_regression_one_cause_in_both_16_bit_dtypes_is_one_record() -> None:
     """Triage (campaign seed 82): TVM's rms_norm over every axis fails to compile in float16 and float32 (two
     records), its LegalizeOps batch_norm returns float32 for float16 and bfloat16 (two records): one each."""

@@ -10,6 +10,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("tvm")
 
@@ -202,6 +203,21 @@ def test_float16_sum_keeps_tvm_accumulation_but_products_accumulate_in_float32(d
 
 
 # ---------------------------------------------------------------- promotion, scalars, chain breaks
+
+
+def test_regression_a_0_dim_float32_multiplier_of_float16_is_read_at_float32_like_pytorch(default: TVMExecutor) -> None:
+    """triage8 b51bb42d36 (a false alarm): the Relax program cast the 0-dim float32 scale to float16 first, so 448 *
+    146.2143 became 448 * 146.25 = inf; PyTorch's CPU kernel reads a second operand that is 0-dim at float precision
+    and gives 65504 (torch.tensor([448.], dtype=torch.float16) * torch.tensor(146.2143))."""
+    case = graph_case([tensor("x", [4], "float16", {"values": [448.0, 1.0, -448.0, 2.0]}),
+                       tensor("s", [], "float32", {"values": 146.2143})],
+                      [("y", "mul", ["x", "s"]), ("z", "mul", ["s", "x"])], ["y", "z"])
+    outcome, _ = run(default, case)
+    assert outcome.ok and outcome.dtypes == ["float16", "float16"], outcome.summary()
+    x = torch.tensor([448.0, 1.0, -448.0, 2.0], dtype=torch.float16)
+    np.testing.assert_array_equal(outcome.outputs[0], (x * torch.tensor(146.2143)).double().numpy())
+    assert np.isinf(outcome.outputs[1][0])  # the first operand is cast to float16 in PyTorch too (its value: inf)
+    assert np.isinf((torch.tensor(146.2143) * x).double().numpy()[0])
 
 
 def test_explicit_casts_follow_pytorch_promotion(default: TVMExecutor) -> None:

@@ -19,6 +19,7 @@ from ..ops.base import RelaxCall
 
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
           "bool": "b", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
+OPMATH_SCALAR_OPS = ("add", "sub", "mul", "div")  # binary kernels that take a 0-dim operand as an opmath scalar
 
 
 def value_dtype(typed: TypedGraph, value: str) -> str:
@@ -86,6 +87,18 @@ class _Lowering:
             return self.emit(f"R.op.{fill}({list(shape)!r}, {self.dt(dtype)})", hint)
         return self.operand(operand, dtype)
 
+    def opmath_scalar(self, node: Node, compute: str) -> bool:
+        """A 16-bit add/sub/mul/div with a 0-dim operand of a wider float dtype: PyTorch's CPU kernel reads that
+        operand at its own precision (TensorIterator's original scalar value, in float opmath) and rounds only the
+        result, so the node is computed in float32 and cast back (casting the scalar to float16 first turned
+        448 * 146.2143 = 65504 into inf: triage8 b51bb42d36)."""
+        if node.op not in OPMATH_SCALAR_OPS or compute not in ("float16", "bfloat16"):
+            return False
+        if len(node.inputs) != 2 or not isinstance(node.inputs[1], str):
+            return False  # only the second operand (TensorIterator's is_scalar(2)) is read that way
+        v = self.typed.values[node.inputs[1]]
+        return v.kind in ("tensor", "zerodim") and not v.shape and v.dtype in ("float32", "float64")
+
     def lower(self, node: Node) -> list[str]:
         """The bindings computing `node` in its declared output dtype, the last one named after the node."""
         t = self.typed.nodes[node.id]
@@ -93,6 +106,8 @@ class _Lowering:
         first = node.inputs[0] if node.inputs else None
         x_shape = self.typed.values[first].shape if isinstance(first, str) else ()
         spec = OPS[node.op]
+        if self.opmath_scalar(node, compute):
+            compute = "float32"
         call = RelaxCall(self, node, compute, op_attrs(node), x_shape)
         expr = spec.relax(call)
         produced = spec.relax_dtype(call) if spec.relax_dtype else compute
