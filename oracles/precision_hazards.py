@@ -88,6 +88,11 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
         loss, output = _loss(evaluate(policy, policy_inputs, rounded=True), exact, policy.outputs)
     if not loss > PRECISION_LOSS or not np.isfinite(loss):  # inf: the policy overflows a range, a precision it is not
         return None
+    with np.errstate(all="ignore"):
+        in_float32 = relative_rms(evaluate(model32, model_inputs, rounded=True, arithmetic="float32")[output],
+                                  exact[output])
+    if not in_float32 <= PRECISION_LOSS:  # an output float32 loses too (an exact zero made of cancelling terms):
+        return None  # keeping values in float32 does not give it back, the precision is not the policy's to lose
     inputs = {i.name for i in policy.inputs if i.kind == "tensor" and i.dtype in LOW_PRECISION}
     nodes = [n.id for n in policy.nodes if typed.values[n.id].dtype in LOW_PRECISION and typed.values[n.id].kind != "scalar"]
     low = inputs | set(nodes)

@@ -564,6 +564,23 @@ def test_timestep_embedding_in_bfloat16_is_a_precision_hazard_and_clean_in_float
     assert checker.check(block("float32"), ["torch/eager"]).findings == []
 
 
+def test_regression_an_output_float32_cannot_compute_either_is_no_precision_hazard() -> None:
+    """triage8 sample #6: a layer_norm without affine (each row sums to zero) times a constant weight is an exact
+    zero; the bfloat16 policy was a precision hazard 'keep it in float32', but float32 misses it by 4e8 relative."""
+    from oracles.precision_hazards import judge
+
+    def graph(dtype: str) -> Graph:
+        inputs = (Input("x", (4, 16), dtype, init={"dist": "normal", "seed": 1, "std": 3.0}),
+                  Input("w", (8, 16), dtype, "param", init={"dist": "constant", "value": 0.1336}))
+        return Graph(inputs, (Node("ln", "layer_norm", ("x",), {"normalized_shape": [16], "eps": 1e-5}),
+                              Node("y", "linear", ("ln", "w"))), ("y",))
+
+    from fuzzer.ir import Case, input_values
+
+    policy, model = graph("bfloat16"), graph("float32")
+    assert judge(policy, model, input_values(Case(policy), 0), input_values(Case(model), 0)) is None
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
