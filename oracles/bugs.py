@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import replace
 from typing import Any, Iterable
 
 from fuzzer.dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION
@@ -115,7 +116,7 @@ def op_part(op: str, kind: str) -> str:
 
 def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
-    backend = "model" if finding.kind == "model-hazard" else finding.backend
+    backend = "model" if finding.kind == "model-hazard" else finding.details.get("cause_in", finding.backend)
     ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
     if finding.executor in FRONTENDS and error_family(finding) == "dtype":
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
@@ -132,6 +133,15 @@ def bug_id(key: str) -> str:
     return "b" + hashlib.sha256(key.encode()).hexdigest()[:9]
 
 
+def pytorch_autocast_raises_too(f: Finding, found: list[Finding]) -> bool:
+    """A torch_xla autocast error that CPU autocast (torch/autocast) raises too, at the same op with the same
+    message: the error is in PyTorch's autocast itself (at::autocast::prioritize on a float8 cat), not torch_xla's."""
+    if f.oracle != "status-divergence" or ExecutorName.parse(f.executor).variant != "autocast" or f.backend == "torch":
+        return False
+    return any(g.executor == "torch/autocast" and g.oracle == f.oracle and g.ops == f.ops
+               and error_family(g) == error_family(f) for g in found)
+
+
 def same_cause(a: Finding, b: Finding) -> bool:
     """True when two findings of one case name the same op, class and dtype class."""
     return (a.ops, error_family(a), dtype_class(a)) == (b.ops, error_family(b), dtype_class(b))
@@ -143,6 +153,8 @@ def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, s
     ran = set(tested)
     out = {}
     for f in found:
+        if pytorch_autocast_raises_too(f, found):  # PyTorch's own autocast code raises: PyTorch's bug, one record
+            f = replace(f, details={**f.details, "cause_in": "torch"})
         base = ExecutorName.parse(f.executor).base
         specific = f.details.get("variant_specific")  # the checker's ablation (the base run on the variant's program)
         if specific is None and base is not None and f.executor != base and base in ran:

@@ -581,6 +581,24 @@ def test_regression_an_output_float32_cannot_compute_either_is_no_precision_haza
     assert judge(policy, model, input_values(Case(policy), 0), input_values(Case(model), 0)) is None
 
 
+def test_regression_an_error_cpu_autocast_raises_too_is_pytorchs_bug_not_torch_xlas() -> None:
+    """triage8 b71511808d (a false alarm): torch_xla autocast's cat of float8 raised "Unexpected floating ScalarType
+    in at::autocast::prioritize", filed against torch_xla; torch.autocast("cpu") raises the same (PyTorch's autocast,
+    pytorch#132715). With torch/autocast raising it in the same check, both findings are the PyTorch record."""
+    from oracles.bugs import case_keys
+    from oracles.findings import Finding
+
+    def raised(executor: str) -> Finding:
+        return Finding("status-divergence", executor, ["cat"], ["float8_e4m3fn"], "runtime-error",
+                       "Unexpected floating ScalarType in at::autocast::prioritize",
+                       details={"error_key": "unexpected floating scalartype in at::autocast::prioritize"})
+
+    both = case_keys([raised("xla/autocast"), raised("torch/autocast")], ["xla/autocast", "torch/autocast"])
+    assert len(set(both.values())) == 1 and next(iter(both.values())).startswith("backend-bug|torch|cat|")
+    alone = case_keys([raised("xla/autocast")], ["xla/autocast"])
+    assert next(iter(alone.values())).startswith("backend-bug|torch_xla|cat|")
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
