@@ -131,7 +131,7 @@ def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
         name, got, want = departed
         op = s.graph.node(name).op
         return replace(finding, oracle="error-bound", ops=[op], node=name, error_class="shape",
-                       dtypes=[typed.values[name].dtype], ratio=None, max_ulp=None,
+                       dtypes=node_signature(s.graph, typed, name)[1], ratio=None, max_ulp=None,
                        message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(got)} where PyTorch's is "
                                f"{list(want)}; {nodes[hi].id} ({nodes[hi].op}) then raises: {finding.message}",
                        details={**finding.details, "localized": True, "whole_graph": False,
@@ -190,8 +190,17 @@ def dtype(finding: Finding, s: Subject, inputs: Values, run: Run, eager: Run | N
     e = eager(Graph(s.policy.inputs, s.policy.nodes, names), rounded_inputs(s.policy, inputs))
     if not e.ok:
         return finding
+    values, typed = seen[0], infer(s.graph)
     for name, want in zip(names, e.dtypes or []):
         got = reported[name]
+        shape = tuple(np.shape(values[name]))
+        if shape != tuple(typed.values[name].shape):  # a node of another shape first: what follows is its doing
+            op = s.graph.node(name).op
+            return replace(finding, oracle="error-bound", ops=[op], dtypes=node_signature(s.graph, typed, name)[1],
+                           node=name, error_class="shape", ratio=None, max_ulp=None,
+                           message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(shape)} where "
+                                   f"PyTorch's is {list(typed.values[name].shape)}; then {finding.message}",
+                           details={**finding.details, "localized": True})
         if s.reported(want) != got:
             op = s.graph.node(name).op
             return replace(finding, ops=[op], dtypes=[s.reported(want), got], node=name,

@@ -335,6 +335,14 @@ def test_regression_an_error_after_a_shape_departure_is_blamed_on_the_node_of_an
     assert (f.ops, f.error_class, f.node) == (["amax"], "shape", "m"), f
     assert "returns shape [4, 16] where PyTorch's is []" in f.message and "mm (scaled_mm) then raises" in f.message
     assert bug_key(f) == "backend-bug|torch_xla|amax|shape|*|*"
+    # triage8 b8382b9cf6: the unreduced amax made the scale a shaped float32 tensor, so x * scale returned float32
+    # where PyTorch's bfloat16 (a 0-dim float32 does not promote): a dtype finding on mul, the same amax bug
+    bf = (Input("x", (4, 16), "bfloat16", init={"dist": "normal", "seed": 5}),)
+    scaled = (Node("m", "amax", ("x",)), Node("m32", "astype", ("m",), {"dtype": "float32"}),
+              Node("y", "mul", ("x", "m32")))
+    found = Checker(pool).check(Case(Graph(bf, scaled, ("y",))), ["torch/eager", "xla/native"]).findings
+    assert {(g.executor, g.signature, g.node, bug_key(g)) for g in found} == {
+        ("xla/native", "error-bound|xla/native|amax|bfloat16->bfloat16|shape", "m", bug_key(f))}, found
 
 
 # ---------------------------------------------------------------- generators and Neuron
