@@ -210,6 +210,7 @@ class Checker:
                 run = self._runner(ctx, s.name)
                 found = [f2 for f in found if (f2 := localize.bound(f, s, sets[f.input_set], run, notes)) is not None]
             findings += found
+        findings = localize.as_inaccurate_as_eager(findings, keys, self.semantic, notes)
         semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
             semantic = [self._localize(f, subjects, sets, ctx) for f in semantic]

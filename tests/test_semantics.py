@@ -599,6 +599,26 @@ def test_regression_an_error_cpu_autocast_raises_too_is_pytorchs_bug_not_torch_x
     assert next(iter(alone.values())).startswith("backend-bug|torch_xla|cat|")
 
 
+def test_regression_a_backend_as_far_off_as_pytorch_eager_is_pytorchs_finding() -> None:
+    """triage8 b81f59e425 (a false alarm): TVM's bfloat16 batch_norm after DecomposeOpsForTraining was filed as 17.9x
+    the bound, and PyTorch eager's CPU bf16 batch_norm was as far off on the same inputs (its own record)."""
+    from oracles.findings import Finding
+    from oracles.localize import as_inaccurate_as_eager
+
+    def bound(executor: str, ratio: float, node: str = "bn") -> Finding:
+        return Finding("error-bound", executor, ["batch_norm"], ["bfloat16->bfloat16"], "bound", "m", ratio=ratio,
+                       node=node)
+
+    keys = {"torch/eager": "declared", "tvm/decompose": "declared", "xla/autocast": "autocast"}
+    notes: list[str] = []
+    kept = as_inaccurate_as_eager([bound("torch/eager", 17.0), bound("tvm/decompose", 17.9),
+                                   bound("xla/autocast", 17.9)], keys, "torch/eager", notes)
+    assert [f.executor for f in kept] == ["torch/eager", "xla/autocast"] and "as far off as PyTorch" in notes[0]
+    worse = as_inaccurate_as_eager([bound("torch/eager", 2.0), bound("tvm/decompose", 90.0),
+                                    bound("tvm/decompose", 30.0, "other")], keys, "torch/eager", [])
+    assert [f.ratio for f in worse] == [2.0, 90.0, 30.0]  # much worse than eager, or another node: TVM's own
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
