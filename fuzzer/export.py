@@ -7,7 +7,6 @@ the rest is shared here.
 
 from __future__ import annotations
 
-import inspect
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +26,7 @@ from .interpret import (
     render_reference,
 )
 from .ir import Case, Graph
+from .ops.sources import function_source, snapshot_loaded
 from .values import expression, make_values
 
 
@@ -196,10 +196,13 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
         "\n\n# ---- the exact answer: float64 numpy on the rounded inputs\n\n"
         + reference_functions(numeric).replace("\n\ndef ", "\n\n\ndef "),
         "\n\n" + render_reference(numeric),
-        "\n\n# ---- the error bound (precfuzz oracles/bounds.py, fuzzer/interpret.py)\n\n" + inspect.getsource(bounds.ulp)
-        + "\n\n" + inspect.getsource(bounds.bound_ratio) + "\n\n" + inspect.getsource(backward_perturbation)
-        + f"\n\nONE_PASS_MAX_RELATIVE = {ONE_PASS_MAX_RELATIVE!r}\n\n\n" + inspect.getsource(meaningful),
+        "\n\n# ---- the error bound (precfuzz oracles/bounds.py, fuzzer/interpret.py)\n\n" + function_source(bounds.ulp)
+        + "\n\n" + function_source(bounds.bound_ratio) + "\n\n" + function_source(backward_perturbation)
+        + f"\n\nONE_PASS_MAX_RELATIVE = {ONE_PASS_MAX_RELATIVE!r}\n\n\n" + function_source(meaningful),
         "\n\n# ---- the backend under test\n\n" + textwrap.dedent(parts.body).strip() + "\n",
         "\n" + CHECK.format(multiplier=bounds.MULTIPLIER, slack=bounds.SLACK_ULPS),
     ]
     return "".join(parts_src)
+
+
+snapshot_loaded()  # the text of precfuzz's modules as this process loaded them (see snapshot_loaded)

@@ -253,3 +253,30 @@ def test_regression_a_control_that_cannot_build_does_not_crash_the_tvm_script(tm
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "nan without" in proc.stdout and "BUG REPRODUCED" in proc.stdout, proc.stdout
     assert len(text.splitlines()) <= 60
+
+
+def test_regression_repro_scripts_paste_the_functions_this_process_loaded(tmp_path: Path, monkeypatch) -> None:
+    """triage9: fuzzer/interpret.py was edited while a 20-minute campaign ran, and inspect.getsource (which reads
+    the file as it is on disk) pasted ideal_values where meaningful was meant: 58 of 90 repro_full.py scripts died
+    of a NameError, and their exit status 1 read as 'reproduced'. Sources come from the text loaded at start."""
+    import importlib
+    import linecache
+    import sys
+
+    import fuzzer.export  # noqa: F401 - its import snapshots the loaded modules' text
+    from fuzzer.interpret import meaningful
+    from fuzzer.ops.sources import function_source
+
+    real = linecache.getlines
+    monkeypatch.setattr(linecache, "getlines", lambda *a, **k: ["# edited\n"] * 400)  # every file, as changed on disk
+    assert function_source(meaningful).startswith("def meaningful(")
+    monkeypatch.setattr(linecache, "getlines", real)
+    module = tmp_path / "late_module.py"
+    module.write_text("def late(x):\n    return x + 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    late = importlib.import_module("late_module").late
+    module.write_text("# a line added above\ndef other(x):\n    return x\n")  # changed before precfuzz read it
+    linecache.clearcache()
+    with pytest.raises(RuntimeError, match="changed on disk"):
+        function_source(late)
+    sys.modules.pop("late_module", None)

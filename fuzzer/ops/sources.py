@@ -7,6 +7,8 @@ each op, the module-level helpers it calls and the plain constants it reads, col
 from __future__ import annotations
 
 import inspect
+import linecache
+import sys
 from types import FunctionType
 from typing import Any
 
@@ -35,9 +37,36 @@ def helpers(fn: FunctionType, seen: dict[str, Any]) -> None:
             seen[name] = obj
 
 
+_SNAPSHOT: dict[str, list[str]] = {}  # file -> its lines as this process first read them
+
+
+def snapshot_loaded() -> None:
+    """Keep the text of every precfuzz module loaded now: a campaign runs for days, and a `git pull` meanwhile
+    must not put another version's functions into its repro scripts (inspect.getsource reads the file as it is
+    on disk at that moment: triage9's repro_full.py scripts pasted ideal_values where meaningful was meant)."""
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if file and name.split(".")[0] in ("fuzzer", "oracles") and file not in _SNAPSHOT:
+            _SNAPSHOT[file] = list(linecache.getlines(file))
+
+
+def function_source(fn: FunctionType) -> str:
+    """fn's source from the text its module was loaded from (see snapshot_loaded); raises RuntimeError where the
+    file on disk changed before any snapshot and no longer holds fn at its line."""
+    file = fn.__code__.co_filename
+    if file not in _SNAPSHOT:
+        _SNAPSHOT[file] = list(linecache.getlines(file))
+    block = "".join(inspect.getblock(_SNAPSHOT[file][fn.__code__.co_firstlineno - 1:]))
+    text = block
+    if not text.lstrip().startswith((f"def {fn.__name__}(", "@")):
+        raise RuntimeError(f"the source of {fn.__module__}.{fn.__name__} changed on disk since precfuzz started: "
+                           "restart it to write repro scripts")
+    return text
+
+
 def source(name: str, obj: Any) -> str:
     """A helper's source, or a constant's assignment."""
-    return inspect.getsource(obj).rstrip() if isinstance(obj, FunctionType) else f"{name} = {obj!r}"
+    return function_source(obj).rstrip() if isinstance(obj, FunctionType) else f"{name} = {obj!r}"
 
 
 def reference_helper_names() -> set[str]:
