@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Union
 
 # FastMathTransform (python/tvm/relax/transform/fast_math.py) swaps relax.exp, relax.tanh, relax.erf and
 # relax.nn.softmax for topi.fast_exp / fast_tanh / fast_erf / nn.fast_softmax. fast_exp_float32
@@ -32,6 +32,15 @@ FAST_MATH_OPS = ("exp", "tanh", "softmax")  # IR ops whose Relax lowering FastMa
 
 STAGES = ("graph", "legalize", "tir")
 PROMISES = ("exact", "training", "inference", "approximate")
+
+PassEntry = Union[str, tuple[str, dict[str, Any]]]
+
+# pipeline name -> relax.transform passes applied (in order) before tvm.compile's own pipeline (tvm/<name>).
+PIPELINES: dict[str, tuple[PassEntry, ...]] = {
+    "default": (),
+    "decompose": ("DecomposeOpsForTraining",),
+    "decompose-inference": ("DecomposeOpsForInference",),
+}
 
 
 @dataclass(frozen=True)

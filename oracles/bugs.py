@@ -33,6 +33,7 @@ from typing import Any, Iterable
 
 from fuzzer.dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION
 from fuzzer.ops import OPS
+from fuzzer.tvm_passes import PIPELINES
 
 from .findings import Finding
 from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName
@@ -100,7 +101,8 @@ def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
         return "*"
     culprit = finding.details.get("culprit_pass")
     if culprit and pipeline_specific is not False:
-        return f"pass:{culprit}"
+        # a pass that is a pipeline of its own (DecomposeOpsForTraining is tvm/decompose): one record for both
+        return next((v for v, passes in PIPELINES.items() if passes == (culprit,)), f"pass:{culprit}")
     if head in BASE_VARIANT and pipeline_specific and finding.variant != BASE_VARIANT[head]:
         return finding.variant
     return "*"

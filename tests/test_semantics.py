@@ -619,6 +619,21 @@ def test_regression_a_backend_as_far_off_as_pytorch_eager_is_pytorchs_finding() 
     assert [f.ratio for f in worse] == [2.0, 90.0, 30.0]  # much worse than eager, or another node: TVM's own
 
 
+def test_regression_a_culprit_pass_that_is_a_pipeline_is_that_pipelines_record() -> None:
+    """triage9 b81f59e425 / bebddeb315: the same batch_norm case after DecomposeOpsForTraining was two records, one
+    from tvm/decompose and one from a tvm/passes sequence whose culprit pass was DecomposeOpsForTraining."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    def found(executor: str, **details) -> Finding:
+        return Finding("error-bound", executor, ["batch_norm"], ["float16->float16"], "bound", "m", details=details)
+
+    pipeline = bug_key(found("tvm/decompose"), pipeline_specific=True)
+    assert pipeline.endswith("|decompose")
+    assert bug_key(found("tvm/passes", culprit_pass="DecomposeOpsForTraining"), pipeline_specific=True) == pipeline
+    assert bug_key(found("tvm/passes", culprit_pass="FuseOps"), pipeline_specific=True).endswith("|pass:FuseOps")
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""

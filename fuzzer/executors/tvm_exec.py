@@ -10,23 +10,15 @@ import json
 import os
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from ..ir import Graph, canonical, graph_to_json
 from ..ops import has_training_mode
+from ..tvm_passes import PIPELINES, PassEntry  # noqa: F401 - re-exported: the pipelines are plain data there
 from .base import Executor, HarnessLimit, Inputs, Unsupported
 from .tvm_render import bridged, render_runtime
-
-PassEntry = Union[str, tuple[str, dict[str, Any]]]
-
-# pipeline name -> relax.transform passes applied (in order) before tvm.compile's own pipeline.
-PIPELINES: dict[str, tuple[PassEntry, ...]] = {
-    "default": (),
-    "decompose": ("DecomposeOpsForTraining",),
-    "decompose-inference": ("DecomposeOpsForInference",),
-}
 
 # One line per pipeline for `precfuzz executors`.
 DESCRIPTIONS: dict[str, str] = {
