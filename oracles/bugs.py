@@ -40,6 +40,10 @@ from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName
 
 DTYPE = re.compile(r"float8_e4m3fn|float8_e5m2|bfloat16|float16|float32|float64")
 ONE_PRIMITIVE = ("conv", "matmul")
+# ops that sum many 16-bit values: a backend accumulating them in the 16-bit dtype (XLA's reduce with an f16/bf16
+# accumulator, TVM's topi sum) is one cause at each (triage8: 4 torch_xla and 4 TVM records of it, one each)
+SUMMING = frozenset({"sum", "mean", "var", "cumsum", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+                     "adaptive_avg_pool2d", "adaptive_avg_pool3d"})
 CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
@@ -122,6 +126,9 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
     if finding.executor in FRONTENDS and error_family(finding) == "dtype":
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
+    if (finding.kind == "backend-bug" and error_family(finding) == "accuracy" and finding.ops
+            and set(finding.ops) <= SUMMING and dtype_class(finding) == "float16/bfloat16"):
+        ops = "16-bit-sum"  # see SUMMING: the record's ops list says where it showed
     if finding.oracle == "silent-downcast" or on_chain_break(finding):
         ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
     if finding.kind == "unsupported":

@@ -634,6 +634,23 @@ def test_regression_a_culprit_pass_that_is_a_pipeline_is_that_pipelines_record()
     assert bug_key(found("tvm/passes", culprit_pass="FuseOps"), pipeline_specific=True).endswith("|pass:FuseOps")
 
 
+def test_regression_16_bit_accumulation_in_sums_means_variances_and_pools_is_one_record_per_backend() -> None:
+    """triage8: torch_xla's reduce with a 16-bit accumulator showed as sum, var and two adaptive_avg_pool records,
+    TVM's 16-bit topi sum as sum, var, two pools (and cumsum in the smoke run): one cause each, by both triagers."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    def acc(executor: str, op: str, dtype: str = "float16", cls: str = "bound") -> Finding:
+        return Finding("error-bound", executor, [op], [f"{dtype}->{dtype}"], cls, "m")
+
+    ops = ("sum", "mean", "var", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "cumsum")
+    assert {bug_key(acc("xla/native", op)) for op in ops} == {"backend-bug|torch_xla|16-bit-sum|accuracy|float16/bfloat16|*"}
+    assert {bug_key(acc("tvm/default", op, "bfloat16", "nonfinite")) for op in ops} == \
+        {"backend-bug|tvm|16-bit-sum|accuracy|float16/bfloat16|*"}
+    assert bug_key(acc("tvm/default", "var", "float32")) == "backend-bug|tvm|var|accuracy|float32|*"  # one-pass, not this
+    assert bug_key(acc("tvm/default", "layer_norm")) == "backend-bug|tvm|layer_norm|accuracy|float16/bfloat16|*"
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
