@@ -485,3 +485,17 @@ def test_regression_fp8_repro_scripts_take_the_exact_answer_from_numpy(pool: Exe
 
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
 pytestmark = pytest.mark.xdist_group(name="test_fp8")
+
+
+def test_regression_the_legacy_bf16_numeric_graph_of_a_scaled_mm_keeps_float32_scales() -> None:
+    """`make bench` (seed 1, case 1) and triage11 stopped on an internal error: XLA_USE_BF16's numeric graph declared
+    every float32 value bfloat16, the scales of scaled_mm too, which PyTorch (and the IR) take only in float32."""
+    inputs = (Input("a", (4, 8), E4, init={"dist": "normal", "seed": 1}),
+              Input("b", (16, 8), E4, init={"dist": "normal", "seed": 2}),
+              Input("s", (), "float32", init={"dist": "constant", "value": 0.5}))
+    nodes = (Node("bt", "transpose", ("b",), {"dim0": 0, "dim1": 1}),
+             Node("mm", "scaled_mm", ("a", "bt", "s", "s"), {"out_dtype": "float32"}))
+    numeric = create("xla/legacy-bf16").numeric_graph(Graph(inputs, nodes, ("mm",)))
+    typed = infer(numeric)  # raised IRError: scale_b must be a float32 tensor
+    assert typed.values["s"].dtype == "bfloat16" and typed.values["mm"].kind == "tensor"
+    assert [n.op for n in numeric.nodes].count("astype") == 2
