@@ -147,7 +147,7 @@ def _input_lines(case: Case, set_index: int, make: Any, listed: bool = False) ->
                 lines.append(f"rng = np.random.default_rng({need})")
         lines.append(f"{ident[inp.name]} = {make(inp, expr)}")
         names.append(ident[inp.name])
-    if listed and len(lines) == len(names):  # no shared generator: one list, the names in comments
+    if listed and names and len(lines) == len(names):  # no shared generator: one list, the names in comments
         values = [line.split(" = ", 1)[1] for line in lines]
         return [f"{'inputs = [' if k == 0 else '          '}{v}{']' if k == len(values) - 1 else ','}  # {comment(n)}"
                 for k, (v, n) in enumerate(zip(values, names))], names

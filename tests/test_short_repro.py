@@ -280,3 +280,16 @@ def test_regression_repro_scripts_paste_the_functions_this_process_loaded(tmp_pa
     with pytest.raises(RuntimeError, match="changed on disk"):
         function_source(late)
     sys.modules.pop("late_module", None)
+
+
+def test_regression_a_graph_without_inputs_still_defines_inputs() -> None:
+    """triage11 b6a9abc065 (TVM `full` of -inf): the short script of a graph with no inputs never defined `inputs`;
+    TVM fails before that line today, but a fixed TVM would raise NameError there, which the script's
+    `except Exception` printed as 'TVM raises' and exited 1."""
+    from fuzzer.ir import Case, Graph, Node
+    from fuzzer.repro import _input_lines
+
+    case = Case(Graph((), (Node("inf", "full", (), {"shape": [1], "value": float("-inf"), "dtype": "bfloat16"}),),
+                      ("inf",)))
+    lines, names = _input_lines(case, 0, lambda inp, expr: expr, listed=True)
+    assert names == [] and lines == ["inputs = []"]
