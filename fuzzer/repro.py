@@ -388,7 +388,9 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
                  f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() "
                  + ("and t.element_size() > 1 " if nonfinite_agree else "")  # fp8 stays fp8 (scaled_mm takes no other)
-                 + f"else t for t in inputs]){one}  # {control}"]
+                 + "else t for t in inputs]"
+                 + (", cast=lambda dtype: torch.float32" if "cast=lambda" in exact and not nonfinite_agree else "")
+                 + f"){one}  # {control}"]
                 + device + run + _compare(single, ["expected", "control", "actual"], ([
                     "same = (@actual.cpu().double() == @expected) | (@actual.cpu().double().isnan() & @expected.isnan())"
                     "  # NaN and inf agree",

@@ -293,3 +293,20 @@ def test_regression_a_graph_without_inputs_still_defines_inputs() -> None:
                       ("inf",)))
     lines, names = _input_lines(case, 0, lambda inp, expr: expr, listed=True)
     assert names == [] and lines == ["inputs = []"]
+
+
+def test_regression_the_float32_control_of_a_policy_program_runs_its_casts_in_float32(tmp_path: Path) -> None:
+    """triage11 b7246b2b36 (PyTorch bf16 conv3d under autocast): the script's float32 control ran the policy program
+    with its bfloat16 cast against a float32 weight and crashed (exit 2, "Input type and weight type should be the
+    same"). It runs the program's casts in float32 now (exit 1 where oneDNN's bf16 conv3d is wrong, else 0)."""
+    import subprocess
+    import sys
+
+    from fuzzer.cli import main
+
+    case = Path(__file__).parent / "fixtures" / "torch-autocast-conv3d-b7246b2b36.json"
+    script = tmp_path / "repro.py"
+    assert main(["export", str(case), "--executor", "torch/autocast", "--out", str(script)]) == 0
+    assert "cast=lambda dtype: torch.float32" in script.read_text()
+    done = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1) and "(float32 on the CPU)" in done.stdout, done.stdout + done.stderr[-2000:]
