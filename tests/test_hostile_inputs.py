@@ -895,3 +895,21 @@ def test_adversarial5_export_never_replaces_a_file_precfuzz_did_not_write(workdi
                           "--report", str(report)], capsys)
     assert_refused(status, err, "--report")
     assert report.read_text() == "my notes\n" and not (workdir / "new.py").exists()
+
+
+@pytest.mark.parametrize("name", ["bugs.jsonl", "findings.jsonl", "state.json"])
+def test_adversarial4_a_campaign_file_that_links_to_a_users_file_is_refused_not_written_through(
+        name: str, workdir: Path) -> None:
+    """Hostile pass #241 / #435: a resume with bugs.jsonl (or findings.jsonl) a symbolic link to a user's file
+    overwrote (truncated) that file. The campaign refuses the link at start, naming the file it points at."""
+    from fuzzer.campaign.store import CampaignStore, StoreError
+
+    camp = workdir / "camp"
+    camp.mkdir()
+    mine = workdir / "mine.json"
+    mine.write_text('{"mine": true}\n')
+    (camp / name).symlink_to(mine)
+    store = CampaignStore(camp)
+    with pytest.raises(StoreError, match="is a symbolic link to .*mine.json"):
+        store.load_state() if name == "state.json" else store._load_jsonl(name, lambda r: True)
+    assert mine.read_text() == '{"mine": true}\n'

@@ -262,6 +262,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _refuse_link(path: Path) -> None:
+    """StoreError for a campaign file that is a symbolic link: precfuzz rewrites these files, and writing through
+    a link would replace whatever file it points at (a user's bugs.jsonl link was overwritten: hostile pass #241)."""
+    if path.is_symlink() and path.exists() and path.is_file():
+        raise StoreError(f"{path} is a symbolic link to {os.path.realpath(path)}; precfuzz rewrites its campaign "
+                         "files and would replace that file: put the file itself there (or move the link away) "
+                         "to go on")
+
+
 class CampaignStore:
     """The files of one campaign directory."""
 
@@ -297,6 +306,7 @@ class CampaignStore:
         path = self.root / STATE
         if not path.exists() and not path.is_symlink():
             return None
+        _refuse_link(path)
         if not path.is_file():  # a directory, FIFO, device or dangling link: reading would fail, block or never end
             raise StoreError(f"{path} is not a regular file; move it away to start the campaign over "
                              "(findings.jsonl is kept)")
@@ -326,6 +336,7 @@ class CampaignStore:
     def _load_jsonl(self, name: str, valid: Callable[[Any], bool]) -> list[dict[str, Any]]:
         """The valid records of one JSON-lines file; the others are quarantined to NAME.damaged."""
         path = self.root / name
+        _refuse_link(path)
         if not path.exists():
             return []
         if not path.is_file():  # a directory, FIFO or device in its place: reading would fail or block
