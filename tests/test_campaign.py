@@ -76,6 +76,15 @@ def test_resume_with_another_seed_is_refused(tmp_path: Path) -> None:
         Campaign(config(tmp_path, seed=4), quiet())
 
 
+def test_resume_with_other_families_is_refused(tmp_path: Path) -> None:
+    """Hostile pass #263: resuming a `--families fp8` campaign without --families silently switched it to every
+    family (another seed or schedule was refused). state.json keeps the families; another mix is refused."""
+    Campaign(config(tmp_path, max_tests=2), quiet()).run()
+    assert json.loads((tmp_path / "state.json").read_text())["families"] == ""
+    with pytest.raises(CampaignError, match="--families .every family., not fp8"):
+        Campaign(config(tmp_path, families={"fp8": 1.0}), quiet())
+
+
 def test_parallel_lanes_run_every_case_once(tmp_path: Path) -> None:
     Campaign(config(tmp_path, workers=2), quiet()).run()
     runs = pd.read_parquet(tmp_path / "runs.parquet")

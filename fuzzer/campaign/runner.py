@@ -221,9 +221,11 @@ class Campaign:
         wanted = self.cfg.schedule
         if wanted is not None and wanted not in SCHEDULES:
             raise CampaignError(f"unknown schedule {wanted!r} (known: {', '.join(SCHEDULES)})")
+        families = ",".join(sorted(self.cfg.families or ()))
         if state is None:
             self.state = CampaignState(self.cfg.seed, list(self.cfg.executors),
-                                       schedule=wanted or self.cfg.schedule_default, schedule_block=0)
+                                       schedule=wanted or self.cfg.schedule_default, schedule_block=0,
+                                       families=families)
         else:
             if state.get("version") != STATE_VERSION:
                 raise CampaignError(f"{self.store.root}: state version {state.get('version')} is not {STATE_VERSION}")
@@ -233,6 +235,10 @@ class Campaign:
             self.state = CampaignState.from_json(state)
             if self.state.schedule not in SCHEDULES:
                 raise CampaignError(f"{self.store.root}: state.json names an unknown schedule {self.state.schedule!r}")
+            if self.state.families != families:  # another family mix would change every case from here on
+                raise CampaignError(f"{self.store.root} holds a campaign with --families "
+                                    f"{self.state.families or '(every family)'}, not {families or '(every family)'}: "
+                                    "resume it with the same --families or use another --out")
             if wanted is not None and wanted != self.state.schedule:
                 raise CampaignError(f"{self.store.root} holds a campaign with --schedule {self.state.schedule}, not "
                                     f"{wanted}: resume it with the same schedule (or none) or use another --out")

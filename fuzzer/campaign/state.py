@@ -25,6 +25,7 @@ class CampaignState:
     invocations: int = 0
     schedule: str = "uniform"  # 'adaptive' or 'uniform' (fuzzer.campaign.schedule); a resume keeps it
     schedule_block: int = 8  # case indices per planning block (0 until a new campaign has chosen it)
+    families: str = ""  # run --families as given, sorted ("" for every family); a resume keeps it
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object."""

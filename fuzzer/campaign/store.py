@@ -85,7 +85,7 @@ RECORD_OPTIONAL: dict[str, tuple[type, ...]] = {
 STATE_FIELDS: dict[str, tuple[type, ...]] = {
     "version": (int,), "seed": (int,), "next_index": (int,), "pending": (list,), "seeds_done": (list,),
     "cases": (int,), "tests": (int,), "elapsed_s": (int, float), "counts": (dict,), "invocations": (int,),
-    "executors": (list,), "schedule": (str,), "schedule_block": (int,)}
+    "executors": (list,), "schedule": (str,), "schedule_block": (int,), "families": (str,)}
 MAX_LINE_CHARS = 16 * 2**20  # a JSON-lines record longer than this is damaged (records are a few KB)
 MAX_COUNT = 2**40  # cases, tests, case indices: a trillion is centuries of fuzzing
 MAX_BLOCK = 1 << 16  # case indices per planning block (a campaign picks max(8, 2 per lane))
