@@ -19,6 +19,7 @@ import numpy as np
 
 from oracles import attribution, crashes, localize, precision_hazards, semantics
 from oracles.error_bounds import OutputJudgement, bound_findings, judge_outputs
+from oracles.errors import message_key
 from oracles.findings import Finding
 from oracles.nodes import rounded_inputs, undefined_casts
 from oracles.subjects import Subject
@@ -39,6 +40,8 @@ from .ir import (
 from .isolation import ExecutorPool
 from .outcome import Outcome, compile_seconds, compiles
 from .tvm_passes import derive_sequence
+
+CPU_AUTOCAST, XLA_AUTOCAST = "torch/autocast", "xla/autocast"  # one autocast, two devices
 
 SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right
 Values = dict[str, np.ndarray]
@@ -214,6 +217,7 @@ class Checker:
         semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
             semantic = [self._localize(f, subjects, sets, ctx) for f in semantic]
+        semantic = [self._cpu_autocast_too(f, graph, sets, ctx, names) for f in semantic]
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes) + hazards
@@ -222,6 +226,19 @@ class Checker:
         oracle_s = time.perf_counter() - t2
         spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, spent)
+
+    def _cpu_autocast_too(self, f: Finding, graph: Graph, sets: list[Values], ctx: CheckContext,
+                          names: list[str]) -> Finding:
+        """Mark a torch_xla autocast error that torch.autocast("cpu") raises too on the graph: PyTorch's own autocast
+        (triage11 b71511808d, where the schedule had not run torch/autocast on the case)."""
+        if (f.oracle != "status-divergence" or f.executor != XLA_AUTOCAST or CPU_AUTOCAST in names
+                or create(CPU_AUTOCAST).availability() is not None):
+            return f
+        self.pool.ensure(CPU_AUTOCAST)
+        (o,) = self._oracle_run(ctx, CPU_AUTOCAST, graph, [sets[f.input_set]], ctx.options)
+        if o.status == "error" and message_key(o.message) == f.details.get("error_key"):
+            return replace(f, details={**f.details, "cpu_autocast_raises": True})
+        return f
 
     def _runner(self, ctx: CheckContext, name: str) -> localize.Run:
         """`name` on one graph and one input set, with the case's options, counted as oracle work."""

@@ -147,6 +147,8 @@ def pytorch_autocast_raises_too(f: Finding, found: list[Finding]) -> bool:
     message: the error is in PyTorch's autocast itself (at::autocast::prioritize on a float8 cat), not torch_xla's."""
     if f.oracle != "status-divergence" or ExecutorName.parse(f.executor).variant != "autocast" or f.backend == "torch":
         return False
+    if f.details.get("cpu_autocast_raises"):  # the checker ran torch.autocast("cpu") on the case for it
+        return True
     return any(g.executor == "torch/autocast" and g.oracle == f.oracle and g.ops == f.ops
                and error_family(g) == error_family(f) for g in found)
 

@@ -651,6 +651,19 @@ def test_regression_16_bit_accumulation_in_sums_means_variances_and_pools_is_one
     assert bug_key(acc("tvm/default", "layer_norm")) == "backend-bug|tvm|layer_norm|accuracy|float16/bfloat16|*"
 
 
+def test_regression_the_checker_asks_cpu_autocast_before_blaming_torch_xla_autocast(checker: Checker) -> None:
+    """triage11 b71511808d: where the schedule had not run torch/autocast on the case, torch_xla autocast's cat of
+    float16 ("Unexpected floating ScalarType in at::autocast::prioritize") was filed against torch_xla again. The
+    checker runs torch.autocast("cpu") on the graph itself, and the finding keys to PyTorch's record."""
+    from oracles.bugs import case_keys
+
+    xs = (Input("x", (2, 3), "float16"), Input("y", (2, 3), "float16"))
+    case = Case(Graph(xs, (Node("c", "cat", ("x", "y"), {"dim": 0}),), ("c",)))
+    found = [f for f in checker.check(case, ["torch/eager", "xla/autocast"]).findings if f.executor == "xla/autocast"]
+    assert found and all(f.details.get("cpu_autocast_raises") for f in found), [f.signature for f in found]
+    assert {k.split("|")[1] for k in case_keys(found, ["torch/eager", "xla/autocast"]).values()} == {"torch"}
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
