@@ -559,6 +559,8 @@ ADVERSARIAL3_OPTIONS: list[tuple[str, list[str], str]] = [
     ("generate-count-huge", ["generate", "--count", "10" * 15, "--out", "gen"], "--count"),
     ("audit-model-fifo", ["audit", "FIFO.py"], "not a regular file"),
     ("audit-model-link-to-dev-zero", ["audit", "ZERO.py"], "not a regular file"),
+    # hostile pass #378: --explore 100000000 ran on for ever, one line per variant
+    ("audit-explore-huge", ["audit", "ZERO.py", "--explore", "100000000"], "--explore"),
 ]
 
 

@@ -22,8 +22,8 @@ from .common import (
     EXIT_OK,
     UsageError,
     add_force,
+    explore_int,
     fail,
-    nonnegative_int,
     positive_seconds,
     seed_int,
     select_executors,
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     parser.add_argument("--out", help="directory for minimized bug repros (default results/audit/<model>)")
     parser.add_argument("--save-case", help="write the translated case JSON here (a seed for `precfuzz run --seeds-dir`)")
-    parser.add_argument("--explore", type=nonnegative_int, default=0,
+    parser.add_argument("--explore", type=explore_int, default=0,
                         help="check N variants of the input values, scales and dtypes (the graph stays)")
     parser.add_argument("--seed", type=seed_int, default=0, help="seed of --explore")
     parser.add_argument("--minimize-budget", type=positive_seconds, default=60.0,

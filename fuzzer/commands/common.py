@@ -67,6 +67,9 @@ nonnegative_int = _number(int, "an integer >= 0", lambda v: v >= 0)
 seed_int = _number(int, f"an integer in 0..{MAX_SEED}", lambda v: 0 <= v <= MAX_SEED)
 count_int = _number(int, f"an integer in 0..{MAX_GENERATE} (use --start for more)", lambda v: 0 <= v <= MAX_GENERATE)
 workers_int = _number(int, f"an integer in 1..{MAX_WORKERS}", lambda v: 1 <= v <= MAX_WORKERS)
+MAX_EXPLORE = 10_000  # audit --explore variants: each is a check of seconds, so 10k is hours (a campaign is `run`)
+explore_int = _number(int, f"an integer in 0..{MAX_EXPLORE} (a longer search is `precfuzz run --seeds-dir` on "
+                      "the --save-case)", lambda v: 0 <= v <= MAX_EXPLORE)
 
 
 def writable_file(path: str, option: str, keep: tuple[str, ...] = (), force: bool | None = False) -> Path:
