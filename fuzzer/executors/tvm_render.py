@@ -19,7 +19,6 @@ from ..ops.base import RelaxCall
 
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64",
           "bool": "b", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
-OPMATH_SCALAR_OPS = ("add", "sub", "mul", "div")  # binary kernels that take a 0-dim operand as an opmath scalar
 
 
 def value_dtype(typed: TypedGraph, value: str) -> str:
@@ -92,7 +91,7 @@ class _Lowering:
         operand at its own precision (TensorIterator's original scalar value, in float opmath) and rounds only the
         result, so the node is computed in float32 and cast back (casting the scalar to float16 first turned
         448 * 146.2143 = 65504 into inf: triage8 b51bb42d36)."""
-        if node.op not in OPMATH_SCALAR_OPS or compute not in ("float16", "bfloat16"):
+        if "opmath-scalar" not in OPS[node.op].tags or compute not in ("float16", "bfloat16"):
             return False
         if len(node.inputs) != 2 or not isinstance(node.inputs[1], str):
             return False  # only the second operand (TensorIterator's is_scalar(2)) is read that way

@@ -234,7 +234,7 @@ class XlaLegacyBf16Executor(XlaExecutor):
         narrow = redeclare(self.policy_graph(graph), ("float32", "float64"), "bfloat16")
         nodes: list[Node] = []
         for node in narrow.nodes:
-            if node.op == "scaled_mm":
+            if "float32-scales" in OPS[node.op].tags:
                 ins = list(node.inputs)
                 for k in (2, 3):
                     if isinstance(ins[k], str):

@@ -211,8 +211,12 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #                      operand's magnitude, since any float kernel's gate (1 + erf(x) cancelling) costs eps * |x|
 #   amp-unmodelled     TVM ToMixedPrecision rewrites its lowering in a way no IR policy states (scaled_mm: its float32
 #                      accumulator stored in float16 before the scales): tvm/mixed-precision declares a harness limit
+#   float32-scales     its operands 2 and 3 are float32 scales PyTorch takes in no other dtype (scaled_mm): a policy
+#                      that narrows every float32 value (XLA_USE_BF16) casts them back to float32 before it
+#   opmath-scalar      PyTorch's CPU kernel reads a 0-dim second operand at float precision (add, sub, mul, div:
+#                      TensorIterator's original scalar), so a 16-bit result is computed in float32 (TVM's program)
 TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla",
-        "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled")
+        "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar")
 
 
 @dataclass(frozen=True)

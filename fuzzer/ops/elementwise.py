@@ -544,3 +544,5 @@ OPS: list[OpSpec] = [
 _AMP_FOLLOW = ('add', 'sub', 'mul', 'div', 'neg', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'gelu', 'silu',
                'relu', 'sigmoid', 'hardswish', 'hardsigmoid', 'abs', 'erf', 'clamp', 'pow', 'maximum', 'minimum')
 OPS = [replace(s, tags=s.tags | {"amp-follow"}) if s.name in _AMP_FOLLOW else s for s in OPS]
+# PyTorch's CPU add/sub/mul/div read a 0-dim second operand at float precision (TensorIterator's original scalar)
+OPS = [replace(s, tags=s.tags | {"opmath-scalar"}) if s.name in ("add", "sub", "mul", "div") else s for s in OPS]
