@@ -128,20 +128,27 @@ def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
         lo, hi = (lo, mid) if raises(mid) else (mid + 1, hi)
     departed = shape_departure(s, typed, nodes[:hi], inputs, run)
     if departed is not None:  # the error is a consequence: an earlier node already has another shape than PyTorch's
-        name, got, want = departed
-        op = s.graph.node(name).op
-        return replace(finding, oracle="error-bound", ops=[op], node=name, error_class="shape",
-                       dtypes=node_signature(s.graph, typed, name)[1], ratio=None, max_ulp=None,
-                       message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(got)} where PyTorch's is "
-                               f"{list(want)}; {nodes[hi].id} ({nodes[hi].op}) then raises: {finding.message}",
-                       details={**finding.details, "localized": True, "whole_graph": False,
-                                "raised_at": nodes[hi].id})
+        name, got, _ = departed
+        return shape_finding(finding, s, typed, name, got, f"{nodes[hi].id} ({nodes[hi].op}) then raises: {finding.message}",
+                             whole_graph=False, raised_at=nodes[hi].id)
     node = nodes[hi]
     return replace(finding, ops=[node.op], node=node.id,
                    dtypes=sorted({typed.values[o].dtype for o in node.inputs if isinstance(o, str)}
                                  | {typed.values[node.id].dtype}),
                    message=f"{node.id} ({node.op}): {finding.message}",
                    details={**finding.details, "localized": True, "whole_graph": False})
+
+def shape_finding(finding: Finding, s: Subject, typed: Any, name: str, got: tuple[int, ...], then: str,
+                  **details: Any) -> Finding:
+    """`finding` as the consequence of node `name` returning shape `got` where PyTorch's is the declared one (`then`:
+    what followed)."""
+    op = s.graph.node(name).op
+    return replace(finding, oracle="error-bound", ops=[op], node=name, error_class="shape",
+                   dtypes=node_signature(s.graph, typed, name)[1], ratio=None, max_ulp=None,
+                   message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(got)} where PyTorch's is "
+                           f"{list(typed.values[name].shape)}; {then}",
+                   details={**finding.details, "localized": True, **details})
+
 
 def shape_departure(s: Subject, typed: Any, prefix: list[Any], inputs: Values,
                     run: Run) -> tuple[str, tuple[int, ...], tuple[int, ...]] | None:
@@ -195,12 +202,7 @@ def dtype(finding: Finding, s: Subject, inputs: Values, run: Run, eager: Run | N
         got = reported[name]
         shape = tuple(np.shape(values[name]))
         if shape != tuple(typed.values[name].shape):  # a node of another shape first: what follows is its doing
-            op = s.graph.node(name).op
-            return replace(finding, oracle="error-bound", ops=[op], dtypes=node_signature(s.graph, typed, name)[1],
-                           node=name, error_class="shape", ratio=None, max_ulp=None,
-                           message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(shape)} where "
-                                   f"PyTorch's is {list(typed.values[name].shape)}; then {finding.message}",
-                           details={**finding.details, "localized": True})
+            return shape_finding(finding, s, typed, name, shape, f"then {finding.message}")
         if s.reported(want) != got:
             op = s.graph.node(name).op
             return replace(finding, ops=[op], dtypes=[s.reported(want), got], node=name,
