@@ -79,6 +79,7 @@ def test_minimizer_takes_another_finding_when_the_representatives_line_was_quara
     text = (twins / "findings.jsonl").read_text().splitlines()
     assert json.loads(text[0])["signature"] == TWIN_SIGS[0]
     (twins / "findings.jsonl").write_text("{cut short by a full disk\n" + "\n".join(text[1:]) + "\n")
+    (twins / "findings" / json.loads(text[0])["id"] / "finding.json").unlink()  # else it is restored from there
     seen, bug = resume_minimizing(twins)
     assert bug["minimized"] and bug["representative"] == TWIN_SIGS[1], bug
     assert (twins / "findings.jsonl.damaged").read_text().startswith("{cut short")
@@ -138,6 +139,47 @@ def test_minimizer_goes_on_when_the_bugs_folder_is_taken_by_a_file(twins: Path) 
     _, bug = resume_minimizing(twins)
     assert bug["minimized"] and "case.json: cannot write" in bug["save_error"], bug
     assert (twins / "bugs" / bug["bug"]).read_text() == "in the way"
+
+
+def test_regression_a_deleted_bugs_folder_is_minimized_again(twins: Path) -> None:
+    """bugs/ deleted after its bug was minimized: the resume said nothing and bugs.jsonl pointed at missing files."""
+    _, bug = resume_minimizing(twins)
+    assert bug["minimized"] and (twins / bug["case"]).is_file()
+    import shutil
+
+    shutil.rmtree(twins / "bugs")
+    seen, again = resume_minimizing(twins)
+    assert again["minimized"] and (twins / again["case"]).is_file(), again
+    assert any("its minimized files are missing" in w and "minimized again" in w for w in seen.lines), seen.lines
+
+
+@pytest.mark.parametrize("how", ["deleted", "cut-short"])
+def test_regression_a_lost_findings_jsonl_is_restored_from_the_finding_folders(how: str, twins: Path) -> None:
+    """findings.jsonl deleted (or its last line lost) went unnoticed: the resume counted fewer findings than state.json
+    and the bug lost its findings; each finding's folder now keeps its record, and the resume says what it restored."""
+    before = lines(twins / "findings.jsonl")
+    if how == "deleted":
+        (twins / "findings.jsonl").unlink()
+    else:
+        (twins / "findings.jsonl").write_text(json.dumps(before[0]) + "\n")
+    seen = Warnings()
+    Campaign(config(twins), seen).run()
+    after = lines(twins / "findings.jsonl")
+    assert sorted(r["signature"] for r in after) == sorted(r["signature"] for r in before)
+    assert {r["signature"]: r["count"] for r in after} == {r["signature"]: r["count"] for r in before}
+    assert any("findings.jsonl lacks them" in w and "restored" in w for w in seen.lines), seen.lines
+    (bug,) = live_bugs(twins)
+    assert sorted(bug["signatures"]) == sorted(TWIN_SIGS)
+
+
+def test_regression_findings_lost_with_their_folders_are_said_to_be_lost(twins: Path) -> None:
+    import shutil
+
+    (twins / "findings.jsonl").unlink()
+    shutil.rmtree(twins / "findings")
+    seen = Warnings()
+    Campaign(config(twins), seen).run()
+    assert any("no findings/<id>/finding.json holds them" in w for w in seen.lines), seen.lines
 
 
 # ---------------------------------------------------------------- bugs.jsonl re-derived from findings.jsonl

@@ -14,6 +14,7 @@ again on resume, and the case of a lost Ray actor goes back to the queue at once
 from __future__ import annotations
 
 import bisect
+import json
 import queue
 import shlex
 import threading
@@ -59,6 +60,7 @@ from .store import (
     StoreError,
     atomic_write,
     dumps,
+    valid_record,
 )
 
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
@@ -68,6 +70,7 @@ MAX_LOST = 1_000_000  # finished cases whose results may be missing from arm-res
 FOLDERS = {"findings": "findings' cases and scripts", "bugs": "bugs' minimized cases and scripts",
            "logs": "backend workers' logs"}  # (runs.parquet: the store checks it)
 ORIGINAL = "original.json"  # findings/<id>/original.json: a finding's case as generated
+RECORD = "finding.json"  # findings/<id>/finding.json: the finding's record as first saved (findings.jsonl rebuilds from it)
 DAMAGED_FILES = "damaged-files.jsonl"  # campaign files found damaged or missing, and what was done (re-derived, set aside)
 SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
 
@@ -247,6 +250,7 @@ class Campaign:
             rec["count"] = max(int(rec.get("count", 1)), int(self.state.counts.get(sig, 0)))
             self.records[sig] = rec
             self.order.append(sig)
+        self._restore_findings()
         self.state.counts = {s: r["count"] for s, r in self.records.items()}
         self.state.invocations += 1
         self.book = BugBook(self.store.load_bugs())
@@ -260,6 +264,36 @@ class Campaign:
         self.stop_reason = ""
         self.t_start = time.monotonic()
         self.elapsed_before = float(self.state.elapsed_s)
+
+    def _restore_findings(self) -> None:
+        """Findings state.json counts that findings.jsonl lacks (the file deleted, cut short or a line quarantined):
+        restored from their findings/<id>/finding.json, else said to be lost."""
+        lost = [s for s in self.state.counts if s not in self.records]
+        if not lost:
+            return
+        saved: dict[str, dict[str, Any]] = {}
+        folder = self.store.root / "findings"
+        for path in sorted(folder.glob(f"*/{RECORD}")) if folder.is_dir() else []:
+            try:
+                rec = json.loads(path.read_text()) if not path.is_symlink() else None
+            except (OSError, ValueError, RecursionError):
+                continue
+            if valid_record(rec):
+                saved.setdefault(rec["signature"], rec)
+        back = [s for s in lost if s in saved]
+        for sig in back:
+            rec = saved[sig]
+            rec["count"] = max(int(rec.get("count", 1)), int(self.state.counts.get(sig, 0)))
+            self.records[sig] = rec
+            self.order.append(sig)
+        gone = [s for s in lost if s not in saved]
+        if back:
+            self._damaged(f"{len(back)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
+                          "findings.jsonl lacks them", f"restored from findings/<id>/{RECORD} (as first saved)")
+        if gone:
+            self._damaged(f"{len(gone)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
+                          f"findings.jsonl lacks them and no findings/<id>/{RECORD} holds them ({gone[0]}"
+                          f"{', ...' if len(gone) > 1 else ''})", "their counts are dropped; a new hit records them again")
 
     def _damaged(self, what: str, path: Path | str | None, problem: str, action: str) -> None:
         """Say that a campaign file is damaged or missing and what was done about it: a warning line and a record in
@@ -294,6 +328,15 @@ class Campaign:
                               f"its representative finding is not in findings.jsonl ({bug.representative})",
                               f"represented by another of its findings ({others[0]})")
                 bug.representative = others[0]
+        for bug in self.book.live():  # a minimized bug whose bugs/<id>/ files are gone is minimized again
+            missing = [p for p in (bug.case, bug.repro) if bug.minimized and p and
+                       not (self.store.root / p).is_file()]
+            if missing:
+                self._damaged(f"bug {bug.bug}", self.store.root / missing[0], "its minimized files are missing",
+                              "it is minimized again")
+                bug.minimized = bug.confirmed = False
+                bug.note = "minimized files were missing on resume; minimized again"
+                bug.extra.pop("minimize_tried", None)
         self.dirty = True
 
     def _recover_runs(self) -> None:
@@ -704,6 +747,10 @@ class Campaign:
         rec.update(settings=desc.get("settings", {}), versions=desc.get("versions", {}))
         if art.errors:
             rec["save_error"] = "; ".join(art.errors)
+        try:  # a copy beside the case: a findings.jsonl lost or cut short is rebuilt from these on resume
+            atomic_write(folder / RECORD, dumps(rec) + "\n")
+        except OSError as exc:
+            rec["save_error"] = "; ".join(filter(None, [rec.get("save_error"), f"{RECORD}: {exc.strerror or exc}"]))
         return rec
 
     def _describe(self, executor: str, pool: Lane | ExecutorPool) -> dict[str, Any]:
