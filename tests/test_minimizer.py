@@ -530,6 +530,17 @@ def test_cli_minimizes_the_seed_cases_to_their_size_or_smaller(tmp_path: Path, c
     assert case_to_json(load_case(tmp_path / "xla-bf16-schedule-upcast.min.json"))["nodes"][-1]["op"] == "conv3d"
 
 
+def test_regression_minimize_writes_nothing_for_a_signature_the_case_does_not_show(tmp_path: Path, capsys) -> None:
+    """Adversarial #308: `--signature` the case does not show printed "NOT reproduced", exited 1, and still wrote --out
+    (an unminimized copy of the input)."""
+    out = tmp_path / "sig.json"
+    rc = cli.main(["minimize", str(SEEDS / "tvm-decompose-layernorm-fp16.json"), "--executors", "torch/eager",
+                   "--signature", "error-bound|torch/eager|softmax|float16|bound", "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 1 and not out.exists()
+    assert "not minimized: the original case does not show the signature" in err, err
+
+
 def _json_objects(text: str) -> list[dict]:
     """The JSON objects printed one after another (indented) by --json."""
     decoder, out, pos = json.JSONDecoder(), [], 0

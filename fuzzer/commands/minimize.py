@@ -124,6 +124,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{path}: not minimized: {one_line(str(exc))}", file=sys.stderr)
                 status = max(status, EXIT_FINDING)
                 continue
+            if result.finding is None and result.checks <= 1:  # the original did not show it: nothing to write
+                print(f"{path}: not minimized: {one_line(result.note or 'the original case does not show the signature')}"
+                      f" ({result.target.signature})", file=sys.stderr)
+                status = max(status, EXIT_FINDING)
+                continue
             if not result.confirmed:
                 status = max(status, EXIT_FINDING)
             out = output_path(path, args.out, several)
