@@ -8,6 +8,7 @@ from typing import Any, Iterable
 from oracles.bugs import title as bug_title
 from oracles.findings import Finding
 
+from . import markdown as md
 from .ir import Case
 
 EXPECTED = {
@@ -91,18 +92,18 @@ def render(case: Case, finding: Finding, describe: dict[str, Any], script: str, 
            output: str | None = None) -> str:
     """The whole draft: expected, actual (with the script's own output where it ran), the trigger, other
     manifestations of the same cause, environment (versions, CPU and its ISA), the script."""
-    versions = "\n".join(f"- {k}: {v}" for k, v in sorted(describe.get("versions", {}).items()))
-    settings = "\n".join(f"- {k}: {v}" for k, v in sorted(describe.get("settings", {}).items()))
     ops = ", ".join(sorted({n.op for n in case.graph.nodes}))
-    actual = finding.message
+    actual = md.text(finding.message)
     if finding.ratio is not None and finding.max_ulp is not None:
         actual += f"\n\n{finding.max_ulp:.1f} ULP of the output dtype at worst; error / allowed error = {finding.ratio:.3g}."
     if output:
-        actual += f"\n\nThe script prints:\n\n```\n{output.rstrip()}\n```"
-    hint = cause_hint(case, finding)
-    also = sorted(set(executors) - {finding.executor})
-    others = sorted(set(siblings) - {finding.signature})
-    return f"""# {head}
+        actual += f"\n\nThe script prints:\n\n{md.fence(output)}"
+    hint = md.text(cause_hint(case, finding))
+    also = [md.text(e) for e in sorted(set(executors) - {finding.executor})]
+    others = [md.code(s) for s in sorted(set(siblings) - {finding.signature})]
+    versions = "\n".join(f"- {md.text(k)}: {md.text(v)}" for k, v in sorted(describe.get("versions", {}).items()))
+    settings = "\n".join(f"- {md.text(k)}: {md.text(v)}" for k, v in sorted(describe.get("settings", {}).items()))
+    return f"""# {md.text(head)}
 
 ## Expected behavior
 
@@ -123,12 +124,10 @@ Settings:
 
 ## Steps to reproduce
 
-Save the script below as `{script_name}` and run `python {script_name}`. It prints what it measures and exits 1
+Save the script below as {md.code(script_name)} and run {md.code("python " + script_name)}. It prints what it measures and exits 1
 while the bug is there, 0 once fixed. It needs only numpy and the backend's own packages.
 
-Found by precfuzz: `{command}`
+Found by precfuzz: {md.code(command)}
 
-```python
-{script.rstrip()}
-```
+{md.fence(script, "python")}
 """

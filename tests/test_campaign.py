@@ -181,6 +181,7 @@ def test_sigterm_stops_after_the_cases_in_flight_and_saves(tmp_path: Path) -> No
 
 
 def test_report_opens_with_the_bug_table_and_links(tmp_path: Path) -> None:
+    from fuzzer import markdown as md
     from fuzzer.campaign.report import write_report
 
     Campaign(config(tmp_path), quiet()).run()
@@ -191,9 +192,9 @@ def test_report_opens_with_the_bug_table_and_links(tmp_path: Path) -> None:
         < text.index("## Findings (the detailed record")
     live = [b for b in bugs(tmp_path) if not b.get("merged_into")]
     assert all(r["bug"] in text for r in findings(tmp_path))
-    assert all(str(b["title"]).replace("|", "/") in text for b in live)
+    assert all(md.text(b["title"]) in text for b in live)
     rec = findings(tmp_path)[0]
-    assert f"]({rec['case']})" in text and rec["signature"] in text
+    assert f"](<{rec['case']}>)" in text and rec["signature"] in text
 
 
 def test_regression_a_merged_bug_vanishes_from_the_records_and_its_id_still_resolves() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -144,6 +145,49 @@ def test_report_skips_a_damaged_parquet_chunk_with_a_warning(tmp_path: Path, cap
     text = write_report(tmp_path).read_text()
     assert "part-00099.parquet cannot be read" in capsys.readouterr().err
     assert "## Outcomes per executor" in text
+
+
+INJECTED = "x\n## INJECTED HEADING\n<script>alert(1)</script> | col | [link](javascript:x) `"
+
+
+def test_regression_case_data_in_records_stays_inert_text_in_report_md(tmp_path: Path) -> None:
+    """Adversarial #323/#328: titles, messages and names holding newlines, headings, HTML and '|' landed raw in
+    report.md (a heading of their own, a <script> tag, a table row split in two)."""
+    Campaign(config(tmp_path, max_tests=5), quiet()).run()
+    for name in ("findings.jsonl", "bugs.jsonl"):
+        recs = [json.loads(line) for line in (tmp_path / name).read_text().splitlines()]
+        for r in recs:
+            r["title"] = INJECTED
+            if "message" in r:
+                r["message"], r["ops"] = INJECTED, [INJECTED]
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
+    text = write_report(tmp_path).read_text()
+    assert "INJECTED HEADING" in text
+    assert not any(line.startswith("## INJECTED") for line in text.splitlines())
+    assert "<script>" not in text and not re.search(r"(?<!\\)\]\(javascript", text)
+    rows = [line for line in text.splitlines() if "INJECTED" in line and line.startswith("|")]
+    assert rows and all(line.count(" | ") - line.count("\\|") == rows[0].count(" | ") - rows[0].count("\\|")
+                        for line in rows if line.count(" | ") == rows[0].count(" | "))
+
+
+def test_regression_a_bug_report_draft_keeps_case_data_inert() -> None:
+    """The upstream draft (bugs/<id>/report.md): a node id or value name with newlines and HTML became a heading
+    and a tag; a script printing a fence closed the code block early."""
+    from fuzzer.ir import load_case
+    from fuzzer.report_draft import render
+    from oracles.findings import Finding
+
+    case = load_case(ROOT / "corpus" / "seeds" / "tvm-decompose-layernorm-fp16.json")
+    finding = Finding("error-bound", "tvm/decompose", ["layer_norm"], ["float16"], "bound", INJECTED, ratio=3.0,
+                      max_ulp=9.0)
+    draft = render(case, finding, {"versions": {"tvm": INJECTED}}, "print('```')\n# not a heading", "cmd `x`",
+                   INJECTED, output="```\n# out")
+    lines = draft.splitlines()
+    assert lines[0].startswith("# x ## INJECTED HEADING &lt;script&gt;")
+    assert not any(line.startswith("## INJECTED") for line in lines) and "<script>" not in draft
+    fences = [line for line in lines if line.startswith("````")]  # the content's own ``` stays inside
+    assert fences == ["````", "````", "````python", "````"], fences
+    assert "\n```\n# out\n````" in draft
 
 
 def test_store_refuses_a_file_as_directory(tmp_path: Path) -> None:

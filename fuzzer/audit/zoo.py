@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 from xml.sax.saxutils import escape, quoteattr
 
+from .. import markdown as md
 from .inventory import FORMS, MAX_CALLS, Inventory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -185,7 +186,7 @@ def run_zoo(paths: list[Path], out_dir: Path, timeout: float, executors: str | N
 
 
 def _cell(value: Any) -> str:
-    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
+    return md.text(value if value is not None else "")
 
 
 def _cell_text(c: dict[str, Any]) -> str:
@@ -226,7 +227,7 @@ def markdown(entries: list[ZooEntry]) -> str:
              "| model | what | outcome | exit | seconds | ops translated / met | error |",
              "|---|---|---|---|---|---|---|"]
     for e in entries:
-        lines.append(f"| {e.model} | {_cell(e.title)} | {e.outcome} | {'-' if e.exit is None else e.exit} | "
+        lines.append(f"| {_cell(e.model)} | {_cell(e.title)} | {e.outcome} | {'-' if e.exit is None else e.exit} | "
                      f"{e.seconds:.1f} | {_coverage(e)} | {_cell(e.error[:300])} |")
     audited = [e for e in entries if e.passed]
     if audited:
@@ -239,11 +240,11 @@ def markdown(entries: list[ZooEntry]) -> str:
             table = e.verdict["table"]
             for row in dict.fromkeys(c["row"] for c in table):
                 grid = {c["backend"]: _cell_text(c) for c in table if c["row"] == row}
-                lines.append(f"| {e.model} | {_cell(row)} | " + " | ".join(grid.get(k, "-") for k in cols) + " |")
+                lines.append(f"| {_cell(e.model)} | {_cell(row)} | " + " | ".join(grid.get(k, "-") for k in cols) + " |")
         found = [(e, h) for e in audited for h in e.verdict.get("hazards", [])]
         if found:
             lines += ["", "## Model hazards", ""]
-            lines += [f"- {e.model}: {h.get('op')} at {h.get('where')} `{_cell(h.get('code'))}` gets "
+            lines += [f"- {e.model}: {h.get('op')} at {h.get('where')} {md.code(h.get('code') or '')} gets "
                       f"{h.get('activation_dtype')} (under {', '.join(h.get('rows', []))}); fix: {_cell(h.get('fix'))}"
                       for e, h in found]
         bugs = [(e, b) for e in audited for b in e.verdict.get("bugs", [])]
@@ -322,7 +323,7 @@ def ops_markdown(entries: list[ZooEntry]) -> str:
         for name, inv in invs.items():
             found = next((o for f in FORMS for o in inv.ops(f) if o.op == op), None)
             if found is not None:
-                lines += [f"  - {name}: `{_cell(c)}`" for c in found.calls]
+                lines += [f"  - {name}: {md.code(c)}" for c in found.calls]
     errors = [(e.model, e.exit, e.error) for e in entries if e.error]
     if errors:
         lines += ["", "## `precfuzz audit` errors, exactly", ""]

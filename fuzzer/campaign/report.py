@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import markdown as md
 from ..executors.tvm_exec import PIPELINES
 from ..outfiles import claim, replace_file
 from .store import CampaignStore
@@ -104,18 +105,23 @@ def _dated(bugs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [b for b in bugs if not b.get("merged_into") and b.get("first_seen_s") is not None]
 
 
+def _target(path: Any) -> str:
+    """A link target from a record's path: one line, no angle brackets (it goes between < and >)."""
+    return "".join(c for c in " ".join(str(path).split()) if c not in "<>")
+
+
 def _fmt(v: Any) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return ""
     if isinstance(v, float):
         return f"{v:.3g}"
-    return str(v)
+    return md.text(v)
 
 
 def bug_sections(bugs: list[dict[str, Any]]) -> list[str]:
     """The bug tables: backend bugs, model hazards, coverage gaps (one row per root cause)."""
     live = [b for b in bugs if not b.get("merged_into")]
-    link = lambda p, name: f"[{name}]({p})" if p else ""  # noqa: E731
+    link = lambda p, name: f"[{name}](<{_target(p)}>)" if p else ""  # noqa: E731
     lines: list[str] = []
     for kind, head, blurb in (
             ("backend-bug", "Backend bugs", "One row per root cause; each links a minimized, standalone repro script "
@@ -131,11 +137,11 @@ def bug_sections(bugs: list[dict[str, Any]]) -> list[str]:
         lines += ["| # | title | backend | executors | minimized | confirmed | nodes | repro | report | first seen (s) | hits |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, b in enumerate(sorted(mine, key=lambda b: b.get("first_seen_s", 0)), 1):
-            title = str(b.get("title") or b.get("key")).replace("|", "/")
-            lines.append(f"| {k} | {title} | {b.get('backend')} | {', '.join(b.get('executors', []))} | "
+            title = md.text(b.get("title") or b.get("key"))
+            lines.append(f"| {k} | {title} | {md.text(b.get('backend'))} | {md.text(', '.join(map(str, b.get('executors', []))))} | "
                          f"{'yes' if b.get('minimized') else 'no'} | {'yes' if b.get('confirmed') else 'no'} | "
                          f"{_fmt(b.get('nodes'))} | {link(b.get('repro'), 'repro.py')} | {link(b.get('report'), 'report.md')} | "
-                         f"{_fmt(b.get('first_seen_s'))} | {b.get('count', 0)} |")
+                         f"{_fmt(b.get('first_seen_s'))} | {md.text(b.get('count', 0))} |")
         lines.append("")
     return lines + pass_section(live)
 
@@ -162,8 +168,8 @@ def pass_section(live: list[dict[str, Any]]) -> list[str]:
         by_pass.setdefault(pass_of(b), []).append(b)
     lines = ["## TVM bugs by pass", "", "| pass | bugs | titles |", "|---|---|---|"]
     for name in sorted(by_pass, key=lambda n: (n.startswith("("), n)):
-        titles = "; ".join(str(b.get("title") or b.get("key")).replace("|", "/") for b in by_pass[name])
-        lines.append(f"| {name} | {len(by_pass[name])} | {titles} |")
+        titles = "; ".join(md.text(b.get("title") or b.get("key")) for b in by_pass[name])
+        lines.append(f"| {md.text(name)} | {len(by_pass[name])} | {titles} |")
     return lines + [""]
 
 
@@ -182,7 +188,7 @@ def write_report(root: Path, force: bool = False) -> Path:
             claim(root / name, force, manifest=proof)
     has_heat = heatmap(table, root / HEATMAP, force)
     has_time = timeline(bugs, root / TIMELINE, force)
-    lines = [f"# precfuzz campaign report: {root.name}", "",
+    lines = [f"# precfuzz campaign report: {md.text(root.name)}", "",
              "precfuzz runs generated op graphs on several backends. PyTorch eager on the CPU, running the program of "
              "each precision policy, says which status and dtypes are right; the numbers are compared with a float64 "
              "reference on the same rounded inputs, and an executor may lose at most 3x what an ideal implementation "
@@ -190,7 +196,7 @@ def write_report(root: Path, force: bool = False) -> Path:
              "",
              f"- cases: {state.get('cases', 0)}, tests (executor x input set): {state.get('tests', 0)}, "
              f"campaign time: {state.get('elapsed_s', 0):.0f} s, seed {state.get('seed')}",
-             f"- executors: {', '.join(state.get('executors', []))}",
+             f"- executors: {md.text(', '.join(map(str, state.get('executors', []))))}",
              f"- bugs: {sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug')} backend bugs, "
              f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'model-hazard')} model hazards, "
              f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'unsupported')} coverage gaps "
@@ -214,13 +220,14 @@ def write_report(root: Path, force: bool = False) -> Path:
         lines += ["| # | bug | oracle | executor | ops | dtypes | ratio | max ULP | count | first seen (s) | case | repro | report |",
                   "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, f in enumerate(findings, 1):
-            link = lambda p: f"[{Path(p).name}]({p})" if p else ""  # noqa: E731
-            lines.append(f"| {k} | {f.get('bug', '')} | {f['oracle']} | {f['executor']} | {'+'.join(f['ops'])} | {', '.join(f['dtypes'])} | "
-                         f"{_fmt(f.get('ratio'))} | {_fmt(f.get('max_ulp'))} | {f.get('count', 1)} | "
+            link = lambda p: f"[{md.text(Path(p).name)}](<{_target(p)}>)" if p else ""  # noqa: E731
+            lines.append(f"| {k} | {md.text(f.get('bug', ''))} | {md.text(f['oracle'])} | {md.text(f['executor'])} | "
+                         f"{md.text('+'.join(f['ops']))} | {md.text(', '.join(f['dtypes']))} | "
+                         f"{_fmt(f.get('ratio'))} | {_fmt(f.get('max_ulp'))} | {md.text(f.get('count', 1))} | "
                          f"{_fmt(f.get('first_seen_s'))} | {link(f.get('case'))} | {link(f.get('repro'))} | "
                          f"{link(f.get('report'))} |")
         lines += ["", "Messages:", ""]
-        lines += [f"{k}. `{f['signature']}`: {f['message']}" for k, f in enumerate(findings, 1)]
+        lines += [f"{k}. {md.code(f['signature'])}: {md.text(f['message'])}" for k, f in enumerate(findings, 1)]
     else:
         lines.append("No findings.")
     out = root / REPORT

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from .. import markdown as md
 from ..outfiles import not_regular
 
 MAX_BASELINE_BYTES = 16 * 2**20
@@ -121,20 +122,20 @@ def junit(verdict: SmokeVerdict, executors: list[str], seconds: float) -> str:
 
 def markdown(verdict: SmokeVerdict, summary: dict[str, Any]) -> str:
     """A short Markdown summary for the CI page."""
-    cell = lambda v: str(v or "").replace("|", "/").replace("\n", " ")  # noqa: E731
+    cell = lambda v: md.text(v or "")  # noqa: E731
     lines = [f"# precfuzz smoke: {'PASS' if verdict.passed else 'FAIL'}", "",
              f"{summary.get('cases', 0)} cases, {summary.get('tests', 0)} tests in {summary.get('elapsed_s', 0):.0f} s "
              f"(seed {summary.get('seed')}).", ""]
     if verdict.new:
         lines += ["## New bugs (not in the baseline)", "", "| kind | title | key | repro |", "|---|---|---|---|"]
-        lines += [f"| {b.get('kind')} | {cell(b.get('title'))} | `{b['key']}` | {cell(b.get('repro'))} |" for b in verdict.new]
+        lines += [f"| {b.get('kind')} | {cell(b.get('title'))} | {md.code(b['key'], cell=True)} | {cell(b.get('repro'))} |" for b in verdict.new]
         lines.append("")
     if verdict.known:
         lines += ["## Known bugs", "", "| kind | key | hits | triage | upstream |", "|---|---|---|---|---|"]
-        lines += [f"| {b.get('kind')} | `{b['key']}` | {b.get('count', 1)} | {cell(b.get('triage'))} | "
+        lines += [f"| {b.get('kind')} | {md.code(b['key'], cell=True)} | {b.get('count', 1)} | {cell(b.get('triage'))} | "
                   f"{cell(b.get('upstream'))} |" for b in verdict.known]
         lines.append("")
     if verdict.missing:
         lines += ["## Known bugs not seen this run", ""]
-        lines += [f"- `{e['key']}`: {e.get('triage', '')}" for e in verdict.missing]
+        lines += [f"- {md.code(e['key'])}: {cell(e.get('triage'))}" for e in verdict.missing]
     return "\n".join(lines) + "\n"
