@@ -32,6 +32,7 @@ from .ir import Graph, Input, Node, graph_to_json
 
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PRECFUZZ_PARENT_PID"  # tells a worker which process to die with
+STARTUP_S = 300.0  # the least a fresh worker gets to load its backend (imports, device client, first compile)
 
 
 class _Spawner:
@@ -186,24 +187,36 @@ class WorkerProcess:
         """True while the subprocess runs."""
         return self.proc is not None and self.proc.poll() is None
 
-    def call(self, request: dict[str, Any], timeout: float) -> Any:
-        """Send one request; returns the reply, or a crash/timeout Outcome if the worker died or hung."""
+    def call(self, request: dict[str, Any], timeout: float, warm_up: dict[str, Any] | None = None) -> Any:
+        """Send one request; returns the reply, or a crash/timeout Outcome if the worker died or hung.
+
+        `timeout` bounds the request alone: a worker (re)started for it first runs `warm_up` (imports, device client,
+        first compile), under a start-up clock of its own (at least STARTUP_S), so a slow import on a loaded machine
+        is not a timeout of the case.
+        """
         if not self.alive or self.calls >= self.max_calls:
             self.stop()
             self.start()
+            if warm_up is not None:
+                self.prime(warm_up)
         assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
         self.calls += 1
-        t0 = time.monotonic()
+        started = time.monotonic()
         try:
-            if self.pending:  # a primed worker: its load counts against this call's timeout
-                self._drain(t0 + timeout)
+            if self.pending:  # a primed worker loading its backends: start-up has its own clock
+                self._drain(started + max(timeout, STARTUP_S))
+            t0 = time.monotonic()
             write_frame(self.proc.stdin, request)
             deadline = t0 + timeout
             fd = self.proc.stdout.fileno()
             (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
             return pickle.loads(_read_exact(fd, size, deadline))
         except _Deadline:
+            loading = self.pending > 0
             self.kill()
+            if loading:
+                return oc.timeout(time.monotonic() - started, message=f"the worker did not start (load its backend) "
+                                  f"in {max(timeout, STARTUP_S):.0f} s")
             return oc.timeout(timeout)
         except (EOFError, BrokenPipeError, OSError):
             code = self.proc.wait(timeout=10)
@@ -310,7 +323,7 @@ class ExecutorPool:
         request = {"op": "run", "executor": name, "graph": graph_to_json(graph), "inputs": input_sets}
         if ex.case_options:
             request["options"] = mine
-        reply = self.workers[self._key[name]].call(request, self.timeout)
+        reply = self.workers[self._key[name]].call(request, self.timeout, self._warm_up(name))
         if isinstance(reply, oc.Outcome):
             reply.seconds = reply.seconds if reply.seconds is not None else time.monotonic() - t0
             reply.info.setdefault("executor", name)
@@ -322,7 +335,8 @@ class ExecutorPool:
         ex = self.executors[name]
         if not ex.isolated:
             return ex.describe()
-        reply = self.workers[self._key[name]].call({"op": "describe", "executor": name}, self.timeout)
+        reply = self.workers[self._key[name]].call({"op": "describe", "executor": name}, self.timeout,
+                                                   self._warm_up(name))
         return reply if isinstance(reply, dict) else {"name": name, "error": reply.summary()}
 
     def alive(self) -> int:
@@ -345,8 +359,12 @@ class ExecutorPool:
             key = self._key.get(name)
             if ex.isolated and key is not None and key not in primed:
                 primed.add(key)
-                self.workers[key].prime({"op": "run", "executor": name, "graph": graph_to_json(WARM_UP),
-                                         "inputs": [{"x": np.ones(2)}]})
+                self.workers[key].prime(self._warm_up(name))
+
+    @staticmethod
+    def _warm_up(name: str) -> dict[str, Any]:
+        """The request that loads executor `name`'s backend in a fresh worker: a two-element add."""
+        return {"op": "run", "executor": name, "graph": graph_to_json(WARM_UP), "inputs": [{"x": np.ones(2)}]}
 
     def close(self) -> None:
         """Stop every worker (all are asked first, so their exits overlap)."""

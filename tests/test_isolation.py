@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fuzzer.check import Checker
@@ -139,3 +140,13 @@ def test_each_worker_logs_to_a_file_of_its_own(tmp_path: Path) -> None:
         workers[0].kill()
         workers[0].start()  # a restart keeps its own file
         assert workers[0]._log_path == paths[0]
+
+
+def test_regression_a_worker_start_up_is_not_a_timeout_of_the_case() -> None:
+    """Adversarial #92: `check --timeout 5` reported a trivial 64-element layer_norm on torch/eager as a timeout on a
+    loaded machine: the per-call clock also ran while the fresh worker imported torch (about 6 s there). Start-up now
+    has a clock of its own; here a 1 s timeout is far below torch's import."""
+    graph = Graph((Input("x", (64,), "float32"),), (Node("y", "layer_norm", ("x",), {"normalized_shape": [64]}),), ("y",))
+    with ExecutorPool(["torch/eager"], timeout=1.0) as pool:
+        (out,) = pool.run("torch/eager", graph, [{"x": np.linspace(-1.0, 1.0, 64)}])
+        assert out.status == "ok", out.summary()
