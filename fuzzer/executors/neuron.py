@@ -12,13 +12,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import tempfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..dtypes import FLOAT_FORMATS, FP8
-from ..ir import Graph, Node, infer
-from ..ops import OPS, is_cast, tagged
-from .torch_exec import _fresh
+from ..ir import Graph
+from ..ops import OPS, tagged
+from .torch_exec import computed_in
 from .xla_exec import XlaExecutor
 
 UNAVAILABLE = "needs torch-neuronx and PJRT_DEVICE=NEURON"
@@ -86,38 +85,6 @@ def neuron_available() -> str | None:
     return None
 
 
-def compiler_autocast(graph: Graph, ops: frozenset[str] | None, dtype: str) -> Graph:
-    """What --auto-cast promises: each fp32 op (of `ops`, or every op) computes in `dtype`, reported as float32.
-
-    The op's float32 tensor operands are cast to `dtype`, the op runs there, and its result is cast back to
-    float32 under the op's own name, so the rest of the graph still sees float32.
-    """
-    typed = infer(graph)
-    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
-    nodes: list[Node] = []
-    for node in graph.nodes:
-        if is_cast(node.op) or (ops is not None and node.op not in ops) or typed.values[node.id].dtype != "float32":
-            nodes.append(node)
-            continue
-        operands = []
-        for operand in node.inputs:
-            info = typed.values.get(operand) if isinstance(operand, str) else None
-            if info is not None and not info.is_scalar and info.dtype == "float32":
-                if dtype in FP8:  # the documented caveat: out of range is the user's risk, judged as saturating
-                    top = FLOAT_FORMATS[dtype].max_value
-                    clamped = _fresh(f"{operand}_within_{dtype}_for_{node.id}", taken)
-                    nodes.append(Node(clamped, "clamp", (operand,), {"min": -top, "max": top}))
-                    operand = clamped
-                cast = _fresh(f"{operand}_to_{dtype}_for_{node.id}", taken)
-                nodes.append(Node(cast, "astype", (operand,), {"dtype": dtype}))
-                operand = cast
-            operands.append(operand)
-        inner = _fresh(f"{node.id}_{dtype}", taken)
-        nodes.append(replace(node, id=inner, inputs=tuple(operands)))
-        nodes.append(Node(node.id, "astype", (inner,), {"dtype": "float32"}))
-    return Graph(graph.inputs, tuple(nodes), graph.outputs)
-
-
 class NeuronExecutor(XlaExecutor):
     """`neuron/<setting>`: the XLA native policy on NEURON with one row of NEURON_SETTINGS."""
 
@@ -147,4 +114,4 @@ class NeuronExecutor(XlaExecutor):
         s = self.setting
         if s.auto_cast == "none" or s.auto_cast_type not in CAST_TYPES:
             return graph
-        return compiler_autocast(graph, MATMULT_OPS if s.auto_cast == "matmult" else None, CAST_TYPES[s.auto_cast_type])
+        return computed_in(graph, MATMULT_OPS if s.auto_cast == "matmult" else None, CAST_TYPES[s.auto_cast_type])

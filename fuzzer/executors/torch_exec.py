@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from .. import outcome as oc
-from ..dtypes import is_float
+from ..dtypes import FLOAT_FORMATS, FP8, is_float
 from ..ir import Graph, Input, Node, infer
-from ..ops import OPS, ValueInfo, tagged
+from ..ops import OPS, ValueInfo, is_cast, tagged
 from .base import Executor, Inputs
 from .torch_render import render_function
 
@@ -69,6 +69,41 @@ def autocast_graph(graph: Graph, lower: frozenset[str], fp32: frozenset[str], dt
                 nodes.append(Node(casts[(operand, target)], "astype", (operand,), {"dtype": target}))
             operands.append(casts[(operand, target)])
         nodes.append(replace(node, inputs=tuple(operands)))
+    return Graph(graph.inputs, tuple(nodes), graph.outputs)
+
+
+def computed_in(graph: Graph, ops: frozenset[str] | None, dtype: str, declared: tuple[str, ...] = ("float32",)) -> Graph:
+    """Each op of `ops` (None: every op) whose result is declared in one of `declared` computes in `dtype`.
+
+    The op's tensor operands of a `declared` dtype are cast to `dtype`, the op runs there, and its result is cast
+    back to its declared dtype under the op's own name, so the rest of the graph sees what it saw. Neuron's
+    --auto-cast promises this of float32 ops; torch.autocast("xla") does it inside an op it leaves alone but
+    whose decomposition's contractions it lowers (scaled_dot_product_attention: tag autocast-inner-xla).
+    """
+    typed = infer(graph)
+    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        out = typed.values[node.id].dtype
+        if is_cast(node.op) or (ops is not None and node.op not in ops) or out not in declared:
+            nodes.append(node)
+            continue
+        operands = []
+        for operand in node.inputs:
+            info = typed.values.get(operand) if isinstance(operand, str) else None
+            if info is not None and not info.is_scalar and info.dtype in declared:
+                if dtype in FP8:  # Neuron's documented caveat: out of range is the user's risk, judged as saturating
+                    top = FLOAT_FORMATS[dtype].max_value
+                    clamped = _fresh(f"{operand}_within_{dtype}_for_{node.id}", taken)
+                    nodes.append(Node(clamped, "clamp", (operand,), {"min": -top, "max": top}))
+                    operand = clamped
+                cast = _fresh(f"{operand}_to_{dtype}_for_{node.id}", taken)
+                nodes.append(Node(cast, "astype", (operand,), {"dtype": dtype}))
+                operand = cast
+            operands.append(operand)
+        inner = _fresh(f"{node.id}_{dtype}", taken)
+        nodes.append(replace(node, id=inner, inputs=tuple(operands)))
+        nodes.append(Node(node.id, "astype", (inner,), {"dtype": out}))
     return Graph(graph.inputs, tuple(nodes), graph.outputs)
 
 

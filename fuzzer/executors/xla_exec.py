@@ -28,13 +28,20 @@ from ..dtypes import is_float
 from ..ir import Graph, Input, Node, redeclare
 from ..ops import OPS, tagged
 from .base import Inputs
-from .torch_exec import AUTOCAST_LOWER, TorchExecutor, autocast_graph, recast_inputs
+from .torch_exec import (
+    AUTOCAST_LOWER,
+    TorchExecutor,
+    autocast_graph,
+    computed_in,
+    recast_inputs,
+)
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
 XLA_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-xla")
 XLA_AUTOCAST_LOWER = AUTOCAST_LOWER | tagged(OPS, "autocast-lower-xla")
+XLA_AUTOCAST_INNER = tagged(OPS, "autocast-inner-xla")  # kept dtype, bfloat16 contractions inside
 # What the device compiler must not change on its own: Neuron's default auto-casts fp32 matmuls to bf16.
 DECLARED_CC_FLAGS = "--auto-cast=none"
 _XLA_TYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "s32": "int32", "s64": "int64",
@@ -193,6 +200,11 @@ class XlaAutocastExecutor(XlaExecutor):
 
     def policy_graph(self, graph: Graph) -> Graph:
         return autocast_graph(graph, XLA_AUTOCAST_LOWER, XLA_AUTOCAST_FP32)
+
+    def numeric_graph(self, graph: Graph) -> Graph:
+        """The policy graph, with the ops autocast leaves alone but whose decomposition's contractions it lowers
+        computing in bfloat16 (their results cast back to the dtype they report)."""
+        return computed_in(self.policy_graph(graph), XLA_AUTOCAST_INNER, "bfloat16", ("float16", "float32"))
 
     def repro_context(self) -> str:
         return "torch.autocast('xla', dtype=torch.bfloat16)"

@@ -166,6 +166,6 @@ OPS: list[OpSpec] = [
                     example_input("m", [6, 5], init={"dist": "randint", "low": 0, "high": 2, "seed": 7}, dtype="bool")),
                    ("q", "k", "v", "m"), {"enable_gqa": True}),
            attr_types={"is_causal": BOOL, "scale": SCALE, "enable_gqa": BOOL},
-           tags=frozenset({"autocast-lower-cpu", "amp-always"}),
+           tags=frozenset({"autocast-lower-cpu", "autocast-inner-xla", "amp-always"}),
            aten=A.overloads("scaled_dot_product_attention.default", _aten)),
 ]

@@ -204,6 +204,8 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #   autocast-lower-cpu torch.autocast("cpu") alone does (scaled_dot_product_attention)
 #   autocast-lower-xla torch.autocast("xla") alone does (relu, max_pool2d: torch_xla's list)
 #   autocast-fp32-xla  torch.autocast("xla") casts its float operands to float32
+#   autocast-inner-xla torch.autocast("xla") leaves its dtypes but lowers the contractions of its decomposition to
+#                      bfloat16 (scaled_dot_product_attention: its matmuls): it computes in bfloat16, reports its dtype
 #   autocast-fp32-cpu  torch.autocast("cpu") casts its float operands to float32 (the 3-d pools)
 #   amp-always         TVM ToMixedPrecision runs it in float16, accumulating in out_dtype (kAlways)
 #   amp-follow         TVM ToMixedPrecision runs it in float16 when every tensor operand is float16 (kFollow)
@@ -213,10 +215,15 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #                      accumulator stored in float16 before the scales): tvm/mixed-precision declares a harness limit
 #   float32-scales     its operands 2 and 3 are float32 scales PyTorch takes in no other dtype (scaled_mm): a policy
 #                      that narrows every float32 value (XLA_USE_BF16) casts them back to float32 before it
+#   xla-batch-norm-training  torch_xla lowers it to HLO batch-norm-training (layer/group/instance norm): a bug of
+#                      that lowering is one cause at each (oracles.bugs keys it once)
+#   relax-fp8-astype   its Relax lowering converts its float8 operands with astype (scaled_mm), so TVM's float8
+#                      conversion routine is the cause of a float8 accuracy finding at it (oracles.bugs keys it so)
 #   opmath-scalar      PyTorch's CPU kernel reads a 0-dim second operand at float precision (add, sub, mul, div:
 #                      TensorIterator's original scalar), so a 16-bit result is computed in float32 (TVM's program)
-TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla",
-        "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar")
+TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla", "autocast-inner-xla",
+        "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar",
+        "xla-batch-norm-training", "relax-fp8-astype")
 
 
 @dataclass(frozen=True)
