@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any, Iterable
 
 from fuzzer.dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION
-from fuzzer.ops import OPS
+from fuzzer.ops import OPS, tagged
 from fuzzer.tvm_passes import PIPELINES
 
 from .findings import Finding
@@ -45,6 +45,9 @@ ONE_PRIMITIVE = ("conv", "matmul")
 SUMMING = frozenset({"sum", "mean", "var", "cumsum", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
                      "adaptive_avg_pool2d", "adaptive_avg_pool3d"})
 CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
+# TVM converts float8 with one routine (FpToFp, the FP8 legalize on LLVM): an encode that wraps past the range, a
+# decode of zero or NaN codes, and a scaled_mm whose lowering decodes with it are one cause (triage11: 3 records)
+TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
 
@@ -112,29 +115,37 @@ def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
     return "*"
 
 
-def op_part(op: str, kind: str) -> str:
-    """An op as the key names it: its family where the backend lowers the family to one primitive."""
+def op_part(op: str, kind: str, backend: str = "") -> str:
+    """An op as the key names it: its family where the backend lowers the family to one primitive (torch_xla's
+    layer/group/instance norm: one HLO batch-norm-training)."""
     spec = OPS.get(op)
-    if kind != "model-hazard" and spec is not None and spec.family in ONE_PRIMITIVE:
+    if kind == "model-hazard" or spec is None:
+        return op
+    if spec.family in ONE_PRIMITIVE:
         return spec.family
+    if backend == "torch_xla" and "xla-batch-norm-training" in spec.tags:
+        return "batch-norm-training"
     return op
 
 
 def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.details.get("cause_in", finding.backend)
-    ops = "+".join(op_part(op, finding.kind) for op in finding.ops) or "-"
+    ops = "+".join(dict.fromkeys(op_part(op, finding.kind, backend) for op in finding.ops)) or "-"
     if finding.executor in FRONTENDS and error_family(finding) == "dtype":
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
     if (finding.kind == "backend-bug" and error_family(finding) == "accuracy" and finding.ops
             and set(finding.ops) <= SUMMING and dtype_class(finding) == "float16/bfloat16"):
         ops = "16-bit-sum"  # see SUMMING: the record's ops list says where it showed
+    family = error_family(finding)
+    if (finding.kind == "backend-bug" and backend == "tvm" and family in ("accuracy", CAST_SEMANTICS) and finding.ops
+            and set(finding.ops) <= TVM_FP8_CONVERTING and dtype_class(finding) == "float8"):
+        ops, family = "float8-conversion", "accuracy"  # see TVM_FP8_CONVERTING
     if finding.oracle == "silent-downcast" or on_chain_break(finding):
         ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
     if finding.kind == "unsupported":
         ops = "*"  # a coverage gap (an op/dtype it cannot lower, flushing subnormals) is one per backend, class, dtype
-    return "|".join([finding.kind, backend, ops, error_family(finding), dtype_class(finding),
-                     variant_of(finding, pipeline_specific)])
+    return "|".join([finding.kind, backend, ops, family, dtype_class(finding), variant_of(finding, pipeline_specific)])
 
 
 def bug_id(key: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import ml_dtypes
 import numpy as np
@@ -161,7 +162,14 @@ def test_range_violation_names_saturation_and_wrapping() -> None:
 def test_dtype_semantics_finding_has_its_own_key_and_title() -> None:
     f = Finding("error-bound", "tvm/default", ["astype"], ["float32->float8_e4m3fn"], CLASS, "q wraps",
                 details={"cast_range": "wraps", "pytorch_gives": "NaN"})
-    assert bug_key(f) == "backend-bug|tvm|astype|dtype-semantics|float8|*"
+    assert bug_key(replace(f, executor="xla/native")) == \
+        "backend-bug|torch_xla|astype|dtype-semantics|float8|*"
+    # TVM: one float8 conversion routine (FpToFp) wraps on encode and misreads zero/NaN codes on decode (triage11)
+    assert bug_key(f) == "backend-bug|tvm|float8-conversion|accuracy|float8|*"
+    decode = Finding("error-bound", "tvm/default", ["astype"], ["float8_e4m3fn->float32"], "bound", "0 -> 2^-7")
+    scaled = Finding("error-bound", "tvm/default", ["scaled_mm"], ["float8_e4m3fn,float8_e5m2,float32,float32->bfloat16"],
+                     "bound", "decodes -0 as -2^-7")
+    assert bug_key(decode) == bug_key(scaled) == bug_key(f)
     assert title(f) == ("[TVM] (float32 -> float8_e4m3fn) astype wraps past the format's range where PyTorch's cast "
                         "gives NaN (tvm/default)")
     other = Finding("error-bound", "tvm/default", ["astype"], ["float32->float8_e5m2"], CLASS, "r wraps")

@@ -651,6 +651,49 @@ def test_regression_16_bit_accumulation_in_sums_means_variances_and_pools_is_one
     assert bug_key(acc("tvm/default", "layer_norm")) == "backend-bug|tvm|layer_norm|accuracy|float16/bfloat16|*"
 
 
+def test_regression_torch_xla_layer_group_and_instance_norm_are_one_batch_norm_training_record() -> None:
+    """triage11: torch_xla's one-pass float16 variance in HLO batch-norm-training showed as three records (layer_norm,
+    group_norm, instance_norm) and its float32 affine promotion as two (layer_norm, group_norm): one cause each, as the
+    triager found. TVM lowers each norm on its own, so its records stay per op."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    def nonfinite(executor: str, op: str) -> Finding:
+        return Finding("error-bound", executor, [op], ["float16->float16"], "nonfinite", "m")
+
+    def dtype(executor: str, op: str) -> Finding:
+        return Finding("dtype-divergence", executor, [op], ["bfloat16,float32->float32"], "dtype", "m")
+
+    norms = ("layer_norm", "group_norm", "instance_norm")
+    assert {bug_key(nonfinite("xla/native", op)) for op in norms} == \
+        {"backend-bug|torch_xla|batch-norm-training|accuracy|float16/bfloat16|*"}
+    assert len({bug_key(dtype("xla/autocast", op)) for op in norms}) == 1
+    assert len({bug_key(nonfinite("tvm/default", op)) for op in norms}) == 3
+    assert bug_key(nonfinite("xla/native", "rms_norm")).split("|")[2] == "rms_norm"  # elementwise HLO, not this
+
+
+@pytest.mark.slow
+def test_the_norms_keyed_as_batch_norm_training_lower_to_it_on_torch_xla() -> None:
+    """The xla-batch-norm-training tag, checked on the pinned torch_xla: each tagged op's HLO holds batch-norm-training."""
+    import subprocess
+    import sys
+
+    from fuzzer.ops import OPS, tagged
+
+    script = ("import os, sys; os.environ['PJRT_DEVICE'] = 'CPU'\n"
+              "import torch, torch_xla, torch.nn.functional as F\n"
+              "x = torch.randn(2, 4, 6).to(torch_xla.device())\n"
+              "calls = {'layer_norm': lambda: F.layer_norm(x, (6,)), 'group_norm': lambda: F.group_norm(x, 2), "
+              "'instance_norm': lambda: F.instance_norm(x)}\n"
+              "for op in sys.argv[1:]:\n"
+              "    print(op, 'batch-norm-training' in torch_xla._XLAC._get_xla_tensors_hlo([calls[op]()]))\n")
+    ops = sorted(tagged(OPS, "xla-batch-norm-training"))
+    assert ops == ["group_norm", "instance_norm", "layer_norm"]
+    out = subprocess.run([sys.executable, "-c", script, *ops], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == [w for op in ops for w in (op, "True")], out.stdout
+
+
 def test_regression_the_checker_asks_cpu_autocast_before_blaming_torch_xla_autocast(checker: Checker) -> None:
     """triage11 b71511808d: where the schedule had not run torch/autocast on the case, torch_xla autocast's cat of
     float16 ("Unexpected floating ScalarType in at::autocast::prioritize") was filed against torch_xla again. The

@@ -414,3 +414,6 @@ OPS: list[OpSpec] = [
 # (TMixedPrecisionPolicy kFollow; tests/test_tvm_depth.py checks it against TVM's registry).
 _AMP_FOLLOW = ('layer_norm', 'rms_norm', 'group_norm', 'instance_norm')
 OPS = [replace(s, tags=s.tags | {"amp-follow"}) if s.name in _AMP_FOLLOW else s for s in OPS]
+# torch_xla lowers these to one HLO batch-norm-training (checked on 2.9.0: tests/test_xla_executors.py)
+_XLA_BN_TRAINING = ('layer_norm', 'group_norm', 'instance_norm')
+OPS = [replace(s, tags=s.tags | {"xla-batch-norm-training"}) if s.name in _XLA_BN_TRAINING else s for s in OPS]

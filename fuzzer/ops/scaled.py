@@ -103,6 +103,6 @@ OPS: list[OpSpec] = [
                     example_input("sb", [1], init={"dist": "constant", "value": 4.0}, dtype="float32")),
                    ("a", "b", "sa", "sb"), {"out_dtype": "float32"}),
            attr_types={"out_dtype": one_of(*OUT_DTYPES)}, relax_dtype=lambda c: "float32", numpy=_np_scaled_mm,
-           tags=frozenset({"amp-unmodelled", "float32-scales"}),
+           tags=frozenset({"amp-unmodelled", "float32-scales", "relax-fp8-astype"}),
            aten={"_scaled_mm.default": _aten_scaled_mm}),
 ]
