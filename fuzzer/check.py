@@ -267,6 +267,7 @@ class Checker:
                 ctx.tally(executor, outs)
             return result.findings
 
+        case = attribution.at_departure(finding, case)
         if case.tvm_passes and "tvm_passes" in self.pool.executors[finding.executor].case_options:
             finding = attribution.culprit_pass(finding, case, recheck)
         if finding.executor in attribution.ABLATED:

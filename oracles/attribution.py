@@ -21,7 +21,21 @@ Recheck = Callable[[Case, list[str]], list[Finding]]  # the findings of a case o
 
 # pipeline variants and the base each finding of theirs is checked against
 ABLATED = {"tvm/mixed-precision": "tvm/default", "tvm/frontend": "tvm/default", "tvm/decompose": "tvm/default",
-           "tvm/decompose-inference": "tvm/default"}
+           "tvm/decompose-inference": "tvm/default", "tvm/passes": "tvm/default"}
+
+
+def at_departure(finding: Finding, case: Case) -> Case:
+    """What attribution rechecks: for a finding that names an earlier node whose dtype or shape departed from
+    PyTorch's (a later node then raised on it), the case cut after that node, which it returns; else the case.
+
+    The departure itself is the bug: a pass whose removal merely stops the later node from raising (triage9
+    b7c8652ad3: FuseTransposeMatmul, after attention's float32 result) is not its culprit.
+    """
+    ids = [n.id for n in case.graph.nodes]
+    if not finding.details.get("raised_at") or finding.node not in ids:
+        return case
+    prefix = case.graph.nodes[:ids.index(finding.node) + 1]
+    return replace(case, graph=Graph(case.graph.inputs, prefix, (finding.node,)))
 
 
 def same_verdict(a: Finding, b: Finding) -> bool:

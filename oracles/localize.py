@@ -11,7 +11,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fuzzer.ir import Graph, infer
+from fuzzer.ir import Graph, IRError, infer
+from fuzzer.ops import OPS
 from fuzzer.outcome import Outcome
 
 from . import cast_semantics, semantics
@@ -126,11 +127,26 @@ def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
     while lo < hi:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if raises(mid) else (mid + 1, hi)
-    departed = shape_departure(s, typed, nodes[:hi], inputs, run)
-    if departed is not None:  # the error is a consequence: an earlier node already has another shape than PyTorch's
-        name, got, _ = departed
-        return shape_finding(finding, s, typed, name, got, f"{nodes[hi].id} ({nodes[hi].op}) then raises: {finding.message}",
-                             whole_graph=False, raised_at=nodes[hi].id)
+    departed = departure(s, typed, nodes[:hi], inputs, run)
+    then = f"{nodes[hi].id} ({nodes[hi].op}) then raises: {finding.message}"
+    if departed is not None and departed[0] == "shape":  # a consequence: an earlier node has another shape
+        _, name, got = departed
+        return shape_finding(finding, s, typed, name, got, then, whole_graph=False, raised_at=nodes[hi].id)
+    if departed is not None:  # ... or returns another dtype than PyTorch's, which the raising node then meets
+        _, name, got = departed
+        op, want = s.graph.node(name).op, s.reported(typed.values[name].dtype)
+        return replace(finding, oracle="dtype-divergence", error_class="dtype", ops=[op], node=name,
+                       dtypes=[want, str(got)], against="eager",
+                       message=f"{name} ({op}): {s.name} returns {got} where PyTorch returns {want}; {then}",
+                       details={**finding.details, "localized": True, "whole_graph": False, "raised_at": nodes[hi].id})
+    bare = bare_departure(s, nodes[:hi], nodes[hi], inputs, run)
+    if bare is not None:  # the op's core result already has another dtype: its optional operand then meets it
+        node, (slots, got, want) = nodes[hi], bare
+        return replace(finding, oracle="dtype-divergence", error_class="dtype", ops=[node.op], node=node.id,
+                       dtypes=[want, got], against="eager",
+                       message=f"{node.id} ({node.op}): without its {', '.join(slots)} {s.name} returns {got} where "
+                               f"PyTorch returns {want}; with it, it raises: {finding.message}",
+                       details={**finding.details, "localized": True, "whole_graph": False, "raised_at": node.id})
     node = nodes[hi]
     return replace(finding, ops=[node.op], node=node.id,
                    dtypes=sorted({typed.values[o].dtype for o in node.inputs if isinstance(o, str)}
@@ -150,9 +166,32 @@ def shape_finding(finding: Finding, s: Subject, typed: Any, name: str, got: tupl
                    details={**finding.details, "localized": True, **details})
 
 
-def shape_departure(s: Subject, typed: Any, prefix: list[Any], inputs: Values,
-                    run: Run) -> tuple[str, tuple[int, ...], tuple[int, ...]] | None:
-    """The first node of `prefix` whose result on the backend has another shape than PyTorch's (one probe)."""
+def bare_departure(s: Subject, prefix: list[Any], node: Any, inputs: Values,
+                   run: Run) -> tuple[list[str], str, str] | None:
+    """(optional slots dropped, dtype returned, PyTorch's) where `node` without its optional operands (a bias, an
+    affine weight) runs on the backend and returns another dtype than PyTorch's: the error it raises with them is
+    that dtype meeting them (tvm/frontend's float32 out_dtype of a 16-bit linear, then its 16-bit bias). One probe."""
+    if not s.dtype_contract:
+        return None
+    slots = OPS[node.op].operands
+    dropped = [k for k, slot in enumerate(slots) if slot.endswith("?") and k < len(node.inputs) and node.inputs[k] is not None]
+    if not dropped:
+        return None
+    bare = replace(node, inputs=tuple(None if k in dropped else o for k, o in enumerate(node.inputs)))
+    graph = Graph(s.graph.inputs, (*prefix, bare), (node.id,))
+    try:
+        want = s.reported(infer(graph).values[node.id].dtype)
+    except IRError:
+        return None
+    o = run(graph, inputs)
+    if not o.ok or not o.dtypes or o.dtypes[0] == want:
+        return None
+    return [slots[k].rstrip("?") for k in dropped], str(o.dtypes[0]), want
+
+
+def departure(s: Subject, typed: Any, prefix: list[Any], inputs: Values, run: Run) -> tuple[str, str, Any] | None:
+    """The first node of `prefix` whose result on the backend has another shape than PyTorch's, else the first that
+    reports another dtype (where the executor's dtypes are judged): ("shape" or "dtype", node, what it returned)."""
     outs = tuple(n.id for n in prefix if typed.values[n.id].kind != "scalar")
     if not outs:
         return None
@@ -160,9 +199,13 @@ def shape_departure(s: Subject, typed: Any, prefix: list[Any], inputs: Values,
     if not o.ok or o.outputs is None:
         return None
     for name, value in zip(outs, o.outputs):
-        got, want = tuple(np.shape(value)), tuple(typed.values[name].shape)
-        if got != want:
-            return name, got, want
+        got = tuple(np.shape(value))
+        if got != tuple(typed.values[name].shape):
+            return "shape", name, got
+    if s.dtype_contract:
+        for name, got in zip(outs, o.dtypes or []):
+            if got != s.reported(typed.values[name].dtype):
+                return "dtype", name, got
     return None
 
 

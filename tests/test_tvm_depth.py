@@ -291,5 +291,51 @@ def test_frontend_finding_has_a_short_repro_that_exits_1_alone(tmp_path: Path) -
     assert "tvm/frontend returns ['float32'] expected ['float16']" in done.stdout
 
 
+@pytest.mark.slow
+def test_regression_a_raise_after_a_dtype_departure_is_the_departures_bug_not_the_pass_that_trips_on_it(
+        pool: ExecutorPool) -> None:
+    """triage9 b7c8652ad3: bf16 attention then linear under [EliminateCommonSubexpr, FuseTransposeMatmul,
+    DecomposeOpsForTraining] raised a dtype mismatch at the linear, filed as FuseTransposeMatmul's bug. Attention's
+    legalization already returns float32 (its float32 scale, one cause with bbf14ee65e on tvm/default): the finding
+    names attention's dtype, no culprit pass, and keys with tvm/default's record."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-passes-attention-linear-b7c8652ad3.json")
+    result = Checker(pool).check(case, ["tvm/passes"])
+    (f,) = [f for f in result.findings if f.executor == "tvm/passes"]
+    assert (f.oracle, f.ops, f.node, f.dtypes) == ("dtype-divergence", ["scaled_dot_product_attention"], "attn",
+                                                    ["bfloat16", "float32"]), f.message
+    assert "linear1 (linear) then raises" in f.message
+    assert f.details["culprit_pass"] is None and f.details["variant_specific"] is False
+    assert bug_key(f, f.details["variant_specific"]) == \
+        "backend-bug|tvm|scaled_dot_product_attention|dtype|float16/bfloat16|*"
+
+
+def test_regression_a_frontend_raise_of_a_bias_meeting_a_float32_product_is_the_importers_dtype_record() -> None:
+    """triage9 b0109fdbc8 / be1fc9775e / b030004d4a: the importer's float32 out_dtype of a 16-bit linear or conv
+    showed as compile errors at linear, conv2d (their 16-bit bias meets it) and a later layer_norm: one record with
+    the importer's dtype findings (b2d319ce21)."""
+    from fuzzer.ir import Case, Graph, Input, Node
+
+    def graph(*nodes: Node, extra: tuple[Input, ...] = ()) -> Graph:
+        ins = (Input("x", (2, 2, 4, 4), "bfloat16"), Input("w", (3, 2, 1, 1), "bfloat16", role="param"),
+               Input("b", (3,), "bfloat16", role="param"), *extra)
+        return Graph(ins, nodes, (nodes[-1].id,))
+
+    with ExecutorPool(["tvm/frontend", "tvm/default"], timeout=600.0) as frontend:
+        checker = Checker(frontend)
+        biased = checker.check(Case(graph(Node("c", "conv2d", ("x", "w", "b")))), ["tvm/frontend"])
+        normed = checker.check(Case(graph(Node("c", "conv2d", ("x", "w")),
+                                          Node("n", "layer_norm", ("c", "g"), {"normalized_shape": [4]}),
+                                          extra=(Input("g", (4,), "bfloat16", role="param"),))), ["tvm/frontend"])
+    keys = set()
+    for result, message in ((biased, "without its bias tvm/frontend returns float32"),
+                            (normed, "n (layer_norm) then raises")):
+        (f,) = [f for f in result.findings if f.executor == "tvm/frontend"]
+        assert f.oracle == "dtype-divergence" and f.node == "c" and message in f.message, f.message
+        keys.add(bug_key(f, f.details.get("variant_specific")))
+    assert keys == {"backend-bug|tvm|*|dtype|float16/bfloat16|frontend"}
+
+
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
 pytestmark = pytest.mark.xdist_group(name="test_tvm_depth")
