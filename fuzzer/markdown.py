@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import re
 
-_SPECIAL = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "`": "\\`", "[": "\\[", "]": "\\]"}
+_SPECIAL = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "`": "\\`"}
 
 
 def text(value: object) -> str:
     """One line of inert Markdown: whitespace runs (newlines too) become one space, HTML and table, link and code
     delimiters are escaped, so no heading, row break, tag or link can come from the data."""
     flat = " ".join(str(value).split())
-    return "".join(_SPECIAL.get(c, c) for c in flat)
+    return "".join(_SPECIAL.get(c, c) for c in flat).replace("](", "]\\(")  # no inline link either
 
 
 def code(value: object, cell: bool = False) -> str:
