@@ -96,6 +96,41 @@ def test_regression_roll_repeat_and_broadcast_to_translate_exactly() -> None:
     np.testing.assert_array_equal(got, M()(x, t).double().numpy())
 
 
+def test_regression_unet1d_kernel_resampling_and_reflect_pad_translate() -> None:
+    """A new user's diffusers UNet1DModel stopped at "cannot translate": its Downsample1d/Upsample1d build a conv weight
+    with `weight[indices, indices] = kernel` (aten.index_put_ on a zeros tensor, a buffer and an arange: computed at
+    translation from constants only, a parameter of the graph) and pad with mode 'reflect' (the pad op's mode)."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    from fuzzer.audit.translate import translate
+    from fuzzer.interpret import evaluate
+    from fuzzer.ir import input_values
+
+    class Down(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("kernel", torch.tensor([1 / 8, 3 / 8, 3 / 8, 1 / 8]))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = F.pad(x, (1, 1), "reflect")
+            weight = x.new_zeros([x.shape[1], x.shape[1], self.kernel.shape[0]])
+            indices = torch.arange(x.shape[1], device=x.device)
+            weight[indices, indices] = self.kernel.to(weight)[None, :].expand(x.shape[1], -1)
+            return F.conv1d(x, weight, stride=2)
+
+    x = torch.linspace(-3, 3, 2 * 3 * 8, dtype=torch.float32).reshape(2, 3, 8)
+    tr = translate(Down(), (x,))
+    ops = [n.op for n in tr.case.graph.nodes]
+    assert "pad" in ops and "conv1d" in ops, ops
+    assert any("computed at translation" in n and "index_put_" in n for n in tr.notes), tr.notes
+    pad = next(n for n in tr.case.graph.nodes if n.op == "pad")
+    assert pad.attrs["mode"] == "reflect"
+    got = evaluate(tr.case.graph, input_values(tr.case, 0), rounded=False)[tr.case.graph.outputs[0]]
+    np.testing.assert_allclose(got, Down()(x).double().numpy(), rtol=1e-6, atol=1e-6)
+
+
 def test_translation_keeps_the_trained_values_and_the_source_lines() -> None:
     import numpy as np
 

@@ -176,6 +176,27 @@ def test_every_op_in_low_precision(op: str, dtype: str, every_op) -> None:
     assert (max(rs) > 1.0) == ((op, dtype) in OUT_OF_BOUND), max(rs)
 
 
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_match_pytorch_on_the_reference_and_tvm(mode: str, default: TVMExecutor) -> None:
+    """The pad op's non-constant modes (a new user's UNet1D pads with mode 'reflect'): the fp64 reference, PyTorch's
+    F.pad and TVM's nn.pad agree exactly (they copy values); PyTorch's limits are the IR's."""
+    import torch.nn.functional as F
+
+    from fuzzer.ir import IRError
+
+    x = Input("x", (2, 3, 5), "float16", init={"dist": "normal", "seed": 4})
+    graph = Graph((x,), (Node("out", "pad", ("x",), {"pads": [2, 1, 1, 0], "value": 0.0, "mode": mode}),), ("out",))
+    case = Case(graph, ({},))
+    outcome, inputs = run(default, case)
+    assert outcome.ok, outcome.summary()
+    want = F.pad(torch.tensor(inputs["x"], dtype=torch.float16), [2, 1, 1, 0], mode=mode).double().numpy()
+    np.testing.assert_array_equal(evaluate(graph, inputs, rounded=True)["out"], want)
+    np.testing.assert_array_equal(outcome.outputs[0], want)
+    with pytest.raises(IRError, match="does not fit|pads the last"):
+        bad = {"reflect": [5, 0], "replicate": [1, 1, 1, 1, 1, 1], "circular": [6, 0]}[mode]
+        infer(Graph((x,), (Node("out", "pad", ("x",), {"pads": bad, "mode": mode}),), ("out",)))
+
+
 def test_float64_norms_are_unsupported_and_rms_norm_computes_in_float32(default: TVMExecutor) -> None:
     outcome, _ = run(default, example("layer_norm", "float64"))
     assert outcome.status == "unsupported" and "only support float32 and float16" in outcome.message

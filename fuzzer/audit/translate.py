@@ -237,6 +237,8 @@ class _Builder:
         self.sources: dict[str, Source] = {}
         self.env: dict[str, Any] = {}  # fx node name -> IR value name, list of them, _Empty or _Missing
         self.taken: set[str] = set()
+        self.concrete: dict[str, Any] = {}  # fx node name -> its value, where only parameters and constants make it
+        self.folded: list[str] = []  # calls no record takes, computed at translation from constants (their lines)
 
     def fresh(self, base: str) -> str:
         """An unused value name starting with `base`."""
@@ -320,6 +322,8 @@ def _placeholders(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder) -> N
                 tensor = ep.constants.get(target)
             role = "param" if kind != InputKind.CONSTANT_TENSOR else "input"
             b.env[n.name] = b.add_input(_input(b.fresh(target), tensor, role))
+            if isinstance(tensor, torch.Tensor):
+                b.concrete[n.name] = tensor
         else:
             raise AuditInputError(f"placeholder {n.name!r} of kind {kind.name} is not supported")
 
@@ -337,6 +341,43 @@ def _aten_value(a: Any, env: dict[str, Any]) -> Any:
     if isinstance(a, (list, tuple)):
         return [_aten_value(x, env) for x in a]
     return a
+
+
+MAX_FOLDED_ELEMENTS = 1 << 16  # a folded value is inlined in the case: a bigger one is left untranslated
+# factories that read only the shape, dtype and device of their tensor operand: constants whatever it holds
+SHAPE_ONLY = frozenset({"new_zeros", "new_ones", "new_full", "zeros_like", "ones_like", "full_like"})
+UNINITIALIZED = frozenset({"empty", "new_empty", "empty_like", "empty_strided"})  # never constants: garbage memory
+
+
+def _fold(n: Any, concrete: dict[str, Any]) -> Any:
+    """The value of call `n` where every tensor it reads is concrete (a parameter, buffer, constant, or made from
+    them only), computed by PyTorch on copies; None where it reads a model input or fails."""
+    import torch
+
+    shape_only = getattr(n.target, "__name__", "").split(".")[0] in SHAPE_ONLY
+
+    def sub(a: Any) -> Any:
+        if isinstance(a, torch.fx.Node):
+            if a.name not in concrete and shape_only and isinstance(a.meta.get("val"), torch.Tensor):
+                val = a.meta["val"]  # only its shape, dtype and device are read
+                return torch.zeros(tuple(int(d) for d in val.shape), dtype=val.dtype)
+            if a.name not in concrete:
+                raise KeyError(a.name)
+            v = concrete[a.name]
+            return v.clone() if isinstance(v, torch.Tensor) else v
+        if isinstance(a, (list, tuple)):
+            return type(a)(sub(x) for x in a)
+        return a
+
+    if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()) or \
+            getattr(n.target, "__name__", "").split(".")[0] in UNINITIALIZED:
+        return None  # a random draw is the model's own input, and uninitialized memory no constant
+    try:
+        args, kwargs = sub(tuple(n.args)), {k: sub(v) for k, v in n.kwargs.items()}
+        with torch.no_grad():
+            return n.target(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - a model input in reach, or an op PyTorch cannot run on its own: not folded
+        return None
 
 
 def _meta(n: Any) -> tuple[tuple[int, ...] | None, str | None, tuple[tuple[int, ...], ...]]:
@@ -369,7 +410,16 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
         if n.target is operator.getitem:
             parts, index = args[0], args[1]
             b.env[n.name] = parts[index] if isinstance(parts, list) and parts[index] is not None else _Missing()
+            whole = b.concrete.get(getattr(n.args[0], "name", ""))
+            if isinstance(whole, (list, tuple)):
+                b.concrete[n.name] = whole[index]
             continue
+        value = _fold(n, b.concrete)
+        if value is not None:
+            b.concrete[n.name] = value
+            mutated = n.args[0] if getattr(n.target, "__name__", "").split(".")[0].endswith("_") and n.args else None
+            if mutated is not None and hasattr(mutated, "name"):
+                b.concrete[mutated.name] = value
         if n.target in keep:
             if n.target.__name__.startswith("dropout") and len(args) > 2 and args[2]:
                 failures.append(f"dropout in training mode at {_where(source_of(n, model_file))}")
@@ -379,6 +429,8 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
             continue
         src = source_of(n, model_file)
         entry = ops.get(n.target)
+        if entry is None and _folded(n, value, b, src):
+            continue
         if entry is None:
             failures.append(f"{_op_name(n.target)} at {_where(src)}")
             unknown.add(n.target)
@@ -386,7 +438,8 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
             continue
         overload, fn = entry
         if any(isinstance(a, _Missing) for a in args):
-            b.env[n.name] = _Missing()  # a user of an op already listed: not listed again
+            if not _folded(n, value, b, src):
+                b.env[n.name] = _Missing()  # a user of an op already listed: not listed again
             continue
         shape, dtype, shapes = _meta(n)
         call = AtenCall(overload, tuple(args), {k: _aten_value(v, b.env) for k, v in n.kwargs.items()}, shape, dtype,
@@ -394,6 +447,8 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
         try:
             b.env[n.name] = fn(call)
         except (_Skip, AtenSkip) as why:
+            if _folded(n, value, b, src):
+                continue
             if "not translated" not in str(why):
                 failures.append(f"{_op_name(n.target)} ({why}) at {_where(src)}")
             b.env[n.name] = _Missing()
@@ -402,6 +457,24 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
         if mutated is not None and hasattr(mutated, "name"):  # an in-place op: later reads see the new value
             b.env[mutated.name] = b.env[n.name]
     return failures, unknown
+
+
+def _folded(n: Any, value: Any, b: _Builder, src: Source) -> bool:
+    """Where no record translates call `n` but its value is concrete: that value as a constant input of the graph
+    (a parameter: a precision policy casts it as model.to casts the buffers it came from). False: not foldable."""
+    import torch
+
+    if not isinstance(value, torch.Tensor) or value.numel() > MAX_FOLDED_ELEMENTS:
+        return False
+    try:
+        b.env[n.name] = b.add_input(_input(b.fresh(n.name), value, "param"))
+    except AuditInputError:
+        return False
+    b.folded.append(f"{_op_name(n.target)} at {_where(src)}")
+    mutated = n.args[0] if getattr(n.target, "__name__", "").split(".")[0].endswith("_") and n.args else None
+    if mutated is not None and hasattr(mutated, "name"):
+        b.env[mutated.name] = b.env[n.name]
+    return True
 
 
 MAX_DECOMPOSITION_ROUNDS = 3
@@ -431,6 +504,9 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         ep = ep.run_decompositions(chosen)
     if decomposed:
         notes.append(f"decomposed into ops precfuzz has: {', '.join(dict.fromkeys(decomposed))}")
+    if b.folded:
+        notes.append("computed at translation from parameters and constants only (no op record takes them): "
+                     + "; ".join(dict.fromkeys(b.folded)))
     if failures:
         raise AuditInputError(f"{len(failures)} op(s) precfuzz cannot translate: " + "; ".join(failures))
     graph = ep.graph_module.graph

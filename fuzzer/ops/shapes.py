@@ -31,6 +31,7 @@ from .base import (
     ValueInfo,
     example_input,
     norm_dim,
+    one_of,
     tensor,
 )
 
@@ -141,6 +142,16 @@ def _infer_pad(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     pads = [int(p) for p in attrs["pads"]]
     if a.is_scalar or len(pads) % 2 or len(pads) // 2 > len(a.shape):
         raise IRError(f"pads {pads} must be (before, after) pairs for at most the {len(a.shape)} dims of {list(a.shape)}")
+    mode = attrs.get("mode", "constant")
+    if mode != "constant":  # PyTorch's reflection, replication and circular pads: 1-3 trailing dims of a 2-5 dim input
+        dims = len(pads) // 2
+        if not 1 <= dims <= 3 or len(a.shape) not in (dims + 1, dims + 2):
+            raise IRError(f"{mode} padding pads the last 1-3 dims of a 2-5 dim tensor, not {dims} of {list(a.shape)}")
+        for k in range(dims):
+            size, before, after = a.shape[-1 - k], pads[2 * k], pads[2 * k + 1]
+            if min(before, after) < 0 or (mode == "reflect" and max(before, after) >= size) \
+                    or (mode == "circular" and max(before, after) > size) or size == 0:
+                raise IRError(f"{mode} padding of {before}, {after} does not fit a dim of {size}")
     shape = list(a.shape)
     for k in range(len(pads) // 2):
         shape[-1 - k] += pads[2 * k] + pads[2 * k + 1]
@@ -196,12 +207,18 @@ def select(a, dim=0, index=0, **_: Any) -> np.ndarray:
     return np.take(np.asarray(a), int(index), axis=int(dim))
 
 
-def constant_pad(a, pads=(), value=0.0, **_: Any) -> np.ndarray:
-    """F.pad(a, pads, value=value): pads are (before, after) pairs from the last dim backwards."""
+PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}  # torch -> numpy
+
+
+def constant_pad(a, pads=(), value=0.0, mode="constant", **_: Any) -> np.ndarray:
+    """F.pad(a, pads, mode, value): pads are (before, after) pairs from the last dim backwards; a non-constant mode
+    copies values of `a` (mirrored without the edge, the edge repeated, or wrapped around)."""
     a = np.asarray(a)
     width = [(0, 0)] * a.ndim
     for k in range(len(pads) // 2):
         width[a.ndim - 1 - k] = (int(pads[2 * k]), int(pads[2 * k + 1]))
+    if mode != "constant":
+        return np.pad(a, width, mode=PAD_MODES[mode])
     return np.pad(a, width, constant_values=value)
 
 
@@ -261,7 +278,17 @@ def _relax_pad(c: RelaxCall) -> str:
     width = [0] * (2 * rank)
     for k in range(len(pads) // 2):
         width[2 * (rank - 1 - k)], width[2 * (rank - 1 - k) + 1] = pads[2 * k], pads[2 * k + 1]
+    mode = c.attrs.get("mode", "constant")
+    if mode != "constant":
+        return f"R.op.nn.pad({c.arg(0)}, pad_width={width}, pad_mode={mode!r})"
     return f"R.op.nn.pad({c.arg(0)}, pad_width={width}, pad_value={float(c.attrs['value'])!r})"
+
+
+def _torch_pad(c: TorchCall) -> str:
+    pads, mode = [int(p) for p in c.attrs["pads"]], c.attrs.get("mode", "constant")
+    if mode != "constant":
+        return f"F.pad({c.args[0]}, {pads!r}, mode={mode!r})"
+    return f"F.pad({c.args[0]}, {pads!r}, value={float(c.attrs['value'])!r})"
 
 
 def _torch_slice(c: TorchCall) -> str:
@@ -290,6 +317,9 @@ def _np_pad(c: NumpyCall) -> str:
     width = [(0, 0)] * rank
     for k in range(len(pads) // 2):
         width[rank - 1 - k] = (pads[2 * k], pads[2 * k + 1])
+    mode = c.attrs.get("mode", "constant")
+    if mode != "constant":
+        return f"np.pad({c.args[0]}, {width}, mode={PAD_MODES[mode]!r})"
     return f"np.pad({c.args[0]}, {width}, constant_values={float(c.attrs['value'])!r})"
 
 
@@ -404,14 +434,20 @@ def _aten_split(c: AtenCall) -> list[str]:
 
 
 def _aten_pad(c: AtenCall) -> str:
-    """pad(self, pad, mode, value) and constant_pad_nd(self, pad, value)."""
+    """pad(self, pad, mode, value), constant_pad_nd(self, pad, value) and reflection_/replication_padNd(self, pad)."""
     if c.target.startswith("constant_pad_nd"):
         value = c.arg(2, "value", 0.0)
     else:
-        mode = c.arg(2, "mode", "constant")
-        if mode != "constant":
+        mode = ("reflect" if c.target.startswith("reflection_pad") else "replicate"
+                if c.target.startswith("replication_pad") else c.arg(2, "mode", "constant"))
+        if mode not in PAD_MODES:
             raise AtenSkip(f"pad mode {mode!r}")
         value = c.arg(3, "value", 0.0)
+        if mode != "constant":
+            pads = A.ints(c.arg(1, "pad"))
+            if min(pads) < 0:
+                raise AtenSkip("negative padding (cropping)")
+            return c.emit("pad", [c.arg(0, "self")], {"pads": pads, "value": 0.0, "mode": mode})
     pads = A.ints(c.arg(1, "pad"))
     if min(pads) < 0:
         raise AtenSkip("negative padding (cropping)")
@@ -487,12 +523,16 @@ OPS: list[OpSpec] = [
            Example(_X, ("x",), {"dim": 1, "index": -1}), attr_types={"dim": INT, "index": INT},
            numpy=lambda c: f"np.take({c.args[0]}, {int(c.attrs['index'])}, axis={int(c.attrs['dim'])})",
            aten={"select.int": _aten_select}),
-    OpSpec("pad", "layout", ("a",), {"pads": None, "value": 0.0}, _infer_pad, constant_pad,
-           lambda c: f"F.pad({c.args[0]}, {[int(p) for p in c.attrs['pads']]!r}, value={float(c.attrs['value'])!r})",
-           _relax_pad, lambda ivs, infos, attrs, out: iv.union([ivs[0], (float(attrs["value"]), float(attrs["value"]))]),
-           Example(_X, ("x",), {"pads": [1, 2, 0, 1], "value": 0.5}), attr_types={"pads": PADS, "value": FINITE},
+    OpSpec("pad", "layout", ("a",), {"pads": None, "value": 0.0, "mode": "constant"}, _infer_pad, constant_pad,
+           _torch_pad, _relax_pad,
+           lambda ivs, infos, attrs, out: ivs[0] if attrs.get("mode", "constant") != "constant" else
+           iv.union([ivs[0], (float(attrs["value"]), float(attrs["value"]))]),
+           Example(_X, ("x",), {"pads": [1, 2, 0, 1], "value": 0.5}),
+           attr_types={"pads": PADS, "value": FINITE, "mode": one_of(*PAD_MODES)},
            numpy=_np_pad,
-           aten=A.overloads("pad.default constant_pad_nd.default", _aten_pad)),
+           aten=A.overloads("pad.default constant_pad_nd.default reflection_pad1d.default reflection_pad2d.default "
+                            "reflection_pad3d.default replication_pad1d.default replication_pad2d.default "
+                            "replication_pad3d.default", _aten_pad)),
 ]
 
 # TVM ToMixedPrecision keeps the Relax op these lower to in float16 when its operand is float16 (kFollow; nn.pad is
