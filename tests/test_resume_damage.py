@@ -338,3 +338,19 @@ def test_a_finding_whose_folder_is_taken_is_recorded_without_its_case(tmp_path: 
     recs = {r["signature"]: r for r in lines(out / "findings.jsonl")}
     assert set(recs) == set(TWIN_SIGS) and recs[TWIN_SIGS[0]]["original"] is None
     assert any(f"finding {short}" in w for w in seen.lines), seen.lines
+
+
+def test_the_finding_book_counts_hits_on_a_claim_and_keeps_discovery_order() -> None:
+    """The runner's finding bookkeeping as a part of its own (issue 21): a hit on a signature being saved is counted
+    on its claim, and a resume takes the larger count of findings.jsonl and state.json."""
+    from fuzzer.campaign.finding_book import FindingBook
+
+    book = FindingBook()
+    assert book.hit("a") and not book.hit("a") and book.hit("b")
+    book.put({"signature": "b"})
+    book.put({"signature": "a"})
+    assert [r["signature"] for r in book.in_order()] == ["b", "a"] and book.counts() == {"a": 2, "b": 1}
+    assert not book.hit("a") and book["a"]["count"] == 3
+    again = FindingBook()
+    again.load([{"signature": "a", "count": 3}], {"a": 5, "c": 1})
+    assert again.counts() == {"a": 5} and again.lost({"a": 5, "c": 1}) == ["c"]

@@ -39,6 +39,7 @@ from ..minimize import Target, minimize, recheck
 from ..outcome import compile_seconds, compiles
 from ..outfiles import MANIFEST, kind_of, not_regular
 from .bug_book import KIND_ORDER, Bug, BugBook
+from .finding_book import FindingBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .progress import Progress, Snapshot
 from .schedule import (
@@ -160,9 +161,7 @@ class Campaign:
         self.lock = threading.RLock()  # re-entrant: budget checks count the backlog while a case is claimed
         self.stop = threading.Event()
         self.dirty = False
-        self.records: dict[str, dict[str, Any]] = {}
-        self.order: list[str] = []
-        self.claimed: dict[str, int] = {}  # signatures being minimized/saved -> hits meanwhile
+        self.findings = FindingBook()
         self.described: dict[str, dict[str, Any]] = {}
         self.to_minimize: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()  # (kind, order, bug id)
         self.queued = 0
@@ -245,13 +244,9 @@ class Campaign:
             if wanted is not None and wanted != self.state.schedule:
                 raise CampaignError(f"{self.store.root} holds a campaign with --schedule {self.state.schedule}, not "
                                     f"{wanted}: resume it with the same schedule (or none) or use another --out")
-        for rec in self.store.load_findings():
-            sig = rec["signature"]
-            rec["count"] = max(int(rec.get("count", 1)), int(self.state.counts.get(sig, 0)))
-            self.records[sig] = rec
-            self.order.append(sig)
+        self.findings.load(self.store.load_findings(), self.state.counts)
         self._restore_findings()
-        self.state.counts = {s: r["count"] for s, r in self.records.items()}
+        self.state.counts = self.findings.counts()
         self.state.invocations += 1
         self.book = BugBook(self.store.load_bugs())
         self._repair_bugs()
@@ -268,7 +263,7 @@ class Campaign:
     def _restore_findings(self) -> None:
         """Findings state.json counts that findings.jsonl lacks (the file deleted, cut short or a line quarantined):
         restored from their findings/<id>/finding.json, else said to be lost."""
-        lost = [s for s in self.state.counts if s not in self.records]
+        lost = self.findings.lost(self.state.counts)
         if not lost:
             return
         saved: dict[str, dict[str, Any]] = {}
@@ -281,11 +276,7 @@ class Campaign:
             if valid_record(rec):
                 saved.setdefault(rec["signature"], rec)
         back = [s for s in lost if s in saved]
-        for sig in back:
-            rec = saved[sig]
-            rec["count"] = max(int(rec.get("count", 1)), int(self.state.counts.get(sig, 0)))
-            self.records[sig] = rec
-            self.order.append(sig)
+        self.findings.load([saved[s] for s in back], self.state.counts)
         gone = [s for s in lost if s not in saved]
         if back:
             self._damaged(f"{len(back)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
@@ -313,16 +304,16 @@ class Campaign:
         for bid in self.book.revived:
             self._damaged(f"bug {bid}", self.store.root / BUGS, "it was merged into a bug bugs.jsonl lacks",
                           "it is a bug of its own again")
-        rebuilt = self.book.rebuild([self.records[s] for s in self.order])
+        rebuilt = self.book.rebuild(self.findings.in_order())
         if rebuilt:
             self._damaged(f"{len(rebuilt)} bug(s)", self.store.root / BUGS,
                           f"findings.jsonl names them but bugs.jsonl lacks them ({', '.join(rebuilt[:5])}"
                           f"{', ...' if len(rebuilt) > 5 else ''})", "rebuilt from their findings (they are minimized "
                           "again)")
         for bug in self.book.live():
-            if bug.representative in self.records:
+            if bug.representative in self.findings:
                 continue
-            others = self.book.representatives(bug, self.records)
+            others = self.book.representatives(bug, self.findings.records)
             if others:
                 self._damaged(f"bug {bug.bug}", self.store.root / FINDINGS,
                               f"its representative finding is not in findings.jsonl ({bug.representative})",
@@ -448,11 +439,11 @@ class Campaign:
         with self.lock:
             if not (self.dirty or force):
                 return
-            records = [self.records[s] for s in self.order]
+            records = self.findings.in_order()
             bugs = self.book.records()
             self.state.pending = sorted(self.in_flight | set(self.todo_pending))
             self.state.elapsed_s = self.elapsed()
-            self.state.counts = {s: r["count"] for s, r in self.records.items()}
+            self.state.counts = self.findings.counts()
             state = self.state.to_json()
             self.dirty = False
         atomic_write(self.store.root / SCHEDULE, dumps(self.schedule_summary()) + "\n")
@@ -688,17 +679,12 @@ class Campaign:
         sig = finding.signature
         with self.lock:
             seen_s = self.elapsed()
-            new_sig = sig not in self.records and sig not in self.claimed
+            new_sig = self.findings.hit(sig)  # a new signature is claimed: its record is saved below
             bug, opened = self.book.add(key, sig, finding.executor, "", finding.kind, finding.backend, finding.ops,
                                         error_family(finding), seen_s, new_sig)
             self.dirty = True
             if not new_sig:
-                if sig in self.records:
-                    self.records[sig]["count"] += 1
-                else:
-                    self.claimed[sig] += 1
                 return
-            self.claimed[sig] = 1
         folder = self.store.root / "findings" / finding.short_id
         try:
             original: Path | None = save_case(result.case, folder / ORIGINAL)
@@ -708,9 +694,7 @@ class Campaign:
                           f"its case cannot be saved ({exc.strerror or exc})", "the finding is recorded without it")
         record = self._save(finding, result.case, pool, folder, seen_s, bug.bug, key, original)
         with self.lock:
-            record["count"] = self.claimed.pop(sig)
-            self.records[sig] = record
-            self.order.append(sig)
+            self.findings.put(record)
             self.new_findings += 1
             if opened:
                 bug.title = record.get("title", "")
@@ -764,7 +748,7 @@ class Campaign:
             bug = self.book.bugs[bid]
             if bug.merged_into or bug.minimized:
                 return
-            recs = [dict(self.records[s]) for s in self.book.representatives(bug, self.records)]
+            recs = [dict(self.findings[s]) for s in self.book.representatives(bug, self.findings.records)]
         budget = self.cfg.minimize_budget_s
         if self.cfg.time_s is not None:
             budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
@@ -960,7 +944,7 @@ class Campaign:
         with self.lock:
             live = self.book.live()
             return Snapshot(self.elapsed(), self.state.cases, self.state.tests, self.new_findings,
-                            len(self.records), sum(self.alive), self.n_backend_workers, sum(self.restarts),
+                            len(self.findings), sum(self.alive), self.n_backend_workers, sum(self.restarts),
                             self.new_bugs, len(live), sum(1 for b in live if b.kind == "backend-bug"),
                             sum(1 for b in live if b.minimized))
 
@@ -1033,7 +1017,7 @@ class Campaign:
             raise errors[0]
         per_exec = {name: {"tests": float(self.tests_by_executor[name]), "backend_s": float(self.backend_s[name])}
                     for name in self.cfg.executors}
-        return CampaignSummary(self.state.cases - cases0, self.state.tests - tests0, len(self.records),
+        return CampaignSummary(self.state.cases - cases0, self.state.tests - tests0, len(self.findings),
                                self.new_findings, len(self.book.live()), self.new_bugs, time.monotonic() - self.t_start,
                                float(sum(self.backend_s.values())), per_exec, stopped_by)
 
