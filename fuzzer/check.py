@@ -113,9 +113,10 @@ def pin_passes(case: Case, wanted: bool) -> Case:
 class Checker:
     """Runs cases on a pool of executors and hands the outcomes to the oracles; reuse it across cases (warm workers)."""
 
-    def __init__(self, pool: ExecutorPool, localize_faults: bool = True) -> None:
+    def __init__(self, pool: ExecutorPool, localize_faults: bool = True, side_by_side: bool = False) -> None:
         self.pool = pool
         self.localize_faults = localize_faults
+        self.side_by_side = side_by_side  # each worker group's executors in a thread of their own (check, audit)
         self.semantic = SEMANTIC_ORACLE if create(SEMANTIC_ORACLE).availability() is None else None
 
     @property
@@ -153,19 +154,31 @@ class Checker:
         ctx = CheckContext(case_options(case), within.spent if within is not None else {})
         graph = case.graph
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
-        outcomes: dict[str, list[Outcome]] = {}
+        outcomes: dict[str, list[Outcome]] = {}  # filled by the backend threads, read after they are joined
         seconds: dict[str, float] = {}
 
         failed: list[BaseException] = []
 
-        def run_backends() -> None:
+        def run_group(group: list[str]) -> None:
             try:
-                for name in names:
+                for name in group:
                     t1 = time.perf_counter()
                     outcomes[name] = self.pool.run(name, graph, sets, ctx.options)
                     seconds[name] = time.perf_counter() - t1
             except BaseException as exc:  # noqa: BLE001 - raised again in the checking thread
                 failed.append(exc)
+
+        def run_backends() -> None:
+            """One executor after the other; side by side, one thread per worker process (a worker serves one call
+            at a time), so a TVM compile and a torch_xla run share the cores of an interactive check."""
+            groups = self.pool.groups(names) if self.side_by_side else [names]
+            threads = [threading.Thread(target=run_group, args=(g,), name="precfuzz-group", daemon=True)
+                       for g in groups[1:]]
+            for t in threads:
+                t.start()
+            run_group(groups[0])
+            for t in threads:
+                t.join()
 
         # The backends run one after the other in a thread that mostly waits on its worker processes, while this
         # thread computes what needs no outcome: the exact answers and the ideals of every numeric graph judged,

@@ -330,6 +330,14 @@ class ExecutorPool:
             return [reply] * len(input_sets)
         return reply
 
+    def groups(self, names: list[str]) -> list[list[str]]:
+        """`names` split by the worker process that runs them (in-process executors one group each), in order."""
+        out: dict[str, list[str]] = {}
+        for name in names:
+            self.ensure(name)
+            out.setdefault(self._key.get(name, f"in-process:{name}"), []).append(name)
+        return list(out.values())
+
     def describe(self, name: str) -> dict[str, Any]:
         """The executor's description (versions read in its own worker)."""
         ex = self.executors[name]

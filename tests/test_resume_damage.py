@@ -354,3 +354,27 @@ def test_the_finding_book_counts_hits_on_a_claim_and_keeps_discovery_order() -> 
     again = FindingBook()
     again.load([{"signature": "a", "count": 3}], {"a": 5, "c": 1})
     assert again.counts() == {"a": 5} and again.lost({"a": 5, "c": 1}) == ["c"]
+
+
+def test_regression_fuzzing_goes_on_once_the_minimizer_is_done_with_the_end_of_the_run(tmp_path: Path) -> None:
+    """triage13: the lanes stopped fuzzing to leave the rest of a 20-minute run to the minimizer (11 bugs at the
+    assumed 30 s each) and never came back: it minimized everything in 10 minutes and the campaign ended at 898 s of
+    1200 with 30 cases. A lane now idles while the minimizer has the end of the run, and claims cases again once
+    the backlog is done."""
+    import time as clock
+
+    from fuzzer.campaign.bug_book import Bug
+
+    camp = Campaign(config(tmp_path / "camp", generate=twin_stream, max_tests=None, time_s=60.0, minimize=True), Warnings())
+    try:
+        camp.t_start = clock.monotonic() - 50.0  # 10 s left: less than one bug's assumed 30 s of minimizing
+        camp.book.bugs["b1"] = Bug("b1", "k1", "", "backend-bug", "debug", ["mul"], "accuracy", "s")
+        assert camp._next_item() == "idle"
+        camp.book.bugs["b1"].extra["minimize_tried"] = True  # the minimizer is done with it
+        kind, item, case, reserved, _ = camp._next_item()
+        assert (kind, item, reserved) == ("index", 0, 1)
+        camp.t_start = clock.monotonic() - 61.0
+        assert camp._next_item() is None  # the run's time is up: the lanes end
+    finally:
+        camp.lanes.close()
+        camp.store.unlock()

@@ -73,6 +73,7 @@ FOLDERS = {"findings": "findings' cases and scripts", "bugs": "bugs' minimized c
 ORIGINAL = "original.json"  # findings/<id>/original.json: a finding's case as generated
 RECORD = "finding.json"  # findings/<id>/finding.json: the finding's record as first saved (findings.jsonl rebuilds from it)
 DAMAGED_FILES = "damaged-files.jsonl"  # campaign files found damaged or missing, and what was done (re-derived, set aside)
+MINIMIZING = "time (minimizing the bugs found)"  # the stop reason while the minimizer has the end of the run
 SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
 
 
@@ -463,7 +464,7 @@ class Campaign:
             # more cases (measured minimization time per bug, 30 s until one is measured)
             left = self.cfg.time_s - (time.monotonic() - self.t_start)
             if left < self.backlog() * (self.minimize_s_mean() + 5.0):
-                return "time (minimizing the bugs found)"
+                return MINIMIZING
         if self.cfg.max_tests is not None and self.state.tests + self.reserved >= self.cfg.max_tests:
             return "max-tests"
         return None
@@ -473,11 +474,13 @@ class Campaign:
 
         Cases are made under the lock, in order, so a --max-tests bound selects the same cases every run. With
         the adaptive schedule the case's family and executors come from its block's plan; "wait" when that plan
-        waits for earlier blocks to finish. The executors are None where every executor runs the case.
+        waits for earlier blocks to finish; "idle" while the end of the run is left to the minimizer (fuzzing goes
+        on once its backlog is done, if time is left). The executors are None where every executor runs the case.
         """
         with self.lock:
-            if self._budget_left():
-                return None
+            reason = self._budget_left()
+            if reason:
+                return "idle" if reason == MINIMIZING else None
             executors: list[str] | None = None
             if self.todo_seeds:
                 kind, item = "seed", self.todo_seeds[0]
@@ -545,6 +548,9 @@ class Campaign:
             item = self._next_item()
             if item == "wait":  # the case's block is planned from earlier blocks still running on other lanes
                 time.sleep(0.05)
+                continue
+            if item == "idle":  # the minimizer has the rest of the run for the bugs found; it may finish early
+                time.sleep(1.0)
                 continue
             if item is None:
                 return

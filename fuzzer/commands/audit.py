@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         log(f"wrote the case to {save}")
     command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
     with ExecutorPool(names, timeout=args.timeout) as pool:
-        checker = Checker(pool)
+        checker = Checker(pool, side_by_side=True)
         scenarios = run_checks(tr.case, checker, names, log, tr.bf16)
         verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
         if verdict.bugs and not args.no_minimize:

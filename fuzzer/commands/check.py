@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     except UsageError as exc:
         return fail(str(exc))
     with ExecutorPool(names, timeout=args.timeout) as pool:
-        result = Checker(pool).check(case)
+        result = Checker(pool, side_by_side=True).check(case)
     if args.json:
         print(json.dumps(to_json(result), indent=1, default=_jsonable))
     else:
