@@ -150,3 +150,17 @@ def test_regression_a_worker_start_up_is_not_a_timeout_of_the_case() -> None:
     with ExecutorPool(["torch/eager"], timeout=1.0) as pool:
         (out,) = pool.run("torch/eager", graph, [{"x": np.linspace(-1.0, 1.0, 64)}])
         assert out.status == "ok", out.summary()
+
+
+def test_check_side_by_side_runs_each_worker_group_in_a_thread_with_the_same_verdicts() -> None:
+    """`precfuzz check` and `audit` run each worker process's executors in a thread of their own: the groups split
+    by worker, and the outcomes and findings are those of the one-after-the-other run."""
+    names = ["debug/faults", "torch/eager", "torch/autocast", "reference"]
+    with ExecutorPool(names, timeout=120.0) as pool:
+        groups = pool.groups(names)
+        assert sorted(map(sorted, groups)) == [["debug/faults"], ["reference"], ["torch/autocast", "torch/eager"]]
+        case = fault_case(5.0)
+        one, two = Checker(pool).check(case), Checker(pool, side_by_side=True).check(case)
+    assert sorted(f.signature for f in one.findings) == sorted(f.signature for f in two.findings) != []
+    assert {n: [o.status for o in v] for n, v in one.outcomes.items()} == \
+        {n: [o.status for o in v] for n, v in two.outcomes.items()}
