@@ -128,6 +128,16 @@ def op_part(op: str, kind: str, backend: str = "") -> str:
     return op
 
 
+def mixed_16_bit(finding: Finding) -> bool:
+    """An elementwise op whose operands mix float16 and bfloat16 (PyTorch promotes both to float32): a backend that
+    converts one 16-bit operand into the other first shows it at add, sub, mul and div alike (triage11 b4365aa9ef
+    div, triage12 b997d25324 add: torch_xla's one promotion routine)."""
+    if len(finding.ops) != 1 or getattr(OPS.get(finding.ops[0]), "family", None) != "elementwise":
+        return False
+    operands = {d for entry in finding.dtypes for d in DTYPE.findall(entry.split("->")[0])}
+    return {"float16", "bfloat16"} <= operands
+
+
 def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.details.get("cause_in", finding.backend)
@@ -138,6 +148,8 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
             and set(finding.ops) <= SUMMING and dtype_class(finding) == "float16/bfloat16"):
         ops = "16-bit-sum"  # see SUMMING: the record's ops list says where it showed
     family = error_family(finding)
+    if family == "accuracy" and finding.kind == "backend-bug" and mixed_16_bit(finding):
+        ops = "mixed-16-bit"  # see mixed_16_bit: one promotion routine of the backend, whatever op shows it
     if (finding.kind == "backend-bug" and backend == "tvm" and family in ("accuracy", CAST_SEMANTICS) and finding.ops
             and set(finding.ops) <= TVM_FP8_CONVERTING and dtype_class(finding) == "float8"):
         ops, family = "float8-conversion", "accuracy"  # see TVM_FP8_CONVERTING

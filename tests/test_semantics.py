@@ -672,6 +672,21 @@ def test_regression_torch_xla_layer_group_and_instance_norm_are_one_batch_norm_t
     assert bug_key(nonfinite("xla/native", "rms_norm")).split("|")[2] == "rms_norm"  # elementwise HLO, not this
 
 
+def test_regression_mixed_float16_bfloat16_elementwise_ops_are_one_promotion_record() -> None:
+    """triage11 b4365aa9ef (div) and triage12 b997d25324 (add): torch_xla converts one 16-bit operand of a mixed
+    float16/bfloat16 op into the other before promoting, at add, sub, mul and div alike: one record."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    def mixed(op: str, dtypes: str = "bfloat16,float16->float32") -> Finding:
+        return Finding("error-bound", "xla/native", [op], [dtypes], "bound", "m")
+
+    assert {bug_key(mixed(op)) for op in ("add", "sub", "mul", "div")} == \
+        {"backend-bug|torch_xla|mixed-16-bit|accuracy|float16/bfloat16|*"}
+    assert bug_key(mixed("add", "float16,float16->float16")).split("|")[2] == "add"  # not mixed
+    assert bug_key(mixed("matmul")).split("|")[2] == "matmul"  # not elementwise
+
+
 @pytest.mark.slow
 def test_the_norms_keyed_as_batch_norm_training_lower_to_it_on_torch_xla() -> None:
     """The xla-batch-norm-training tag, checked on the pinned torch_xla: each tagged op's HLO holds batch-norm-training."""
