@@ -142,8 +142,9 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     """The grouping key of a finding (see the module docstring)."""
     backend = "model" if finding.kind == "model-hazard" else finding.details.get("cause_in", finding.backend)
     ops = "+".join(dict.fromkeys(op_part(op, finding.kind, backend) for op in finding.ops)) or "-"
-    if finding.executor in FRONTENDS and error_family(finding) == "dtype":
+    if finding.executor in FRONTENDS and error_family(finding) == "dtype" and pipeline_specific is not False:
         ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
+        # (where tvm/default shows it on the imported program too, it is that lowering's record: triage13 batch_norm)
     if (finding.kind == "backend-bug" and error_family(finding) == "accuracy" and finding.ops
             and set(finding.ops) <= SUMMING and dtype_class(finding) == "float16/bfloat16"):
         ops = "16-bit-sum"  # see SUMMING: the record's ops list says where it showed

@@ -672,6 +672,20 @@ def test_regression_torch_xla_layer_group_and_instance_norm_are_one_batch_norm_t
     assert bug_key(nonfinite("xla/native", "rms_norm")).split("|")[2] == "rms_norm"  # elementwise HLO, not this
 
 
+def test_regression_a_frontend_dtype_finding_tvm_default_shows_too_is_that_lowerings_record() -> None:
+    """triage13: tvm/frontend's float16 batch_norm returning float32, which tvm/default shows on the imported program
+    too (ablation), was filed as the importer's `*` dtype record beside tvm/default's own batch_norm record."""
+    from oracles.bugs import bug_key
+    from oracles.findings import Finding
+
+    def dtype(executor: str) -> Finding:
+        return Finding("dtype-divergence", executor, ["batch_norm"], ["float16", "float32"], "dtype", "m")
+
+    assert bug_key(dtype("tvm/frontend"), False) == bug_key(dtype("tvm/default")) == \
+        "backend-bug|tvm|batch_norm|dtype|float16/bfloat16|*"
+    assert bug_key(dtype("tvm/frontend"), True) == "backend-bug|tvm|*|dtype|float16/bfloat16|frontend"
+
+
 def test_regression_mixed_float16_bfloat16_elementwise_ops_are_one_promotion_record() -> None:
     """triage11 b4365aa9ef (div) and triage12 b997d25324 (add): torch_xla converts one 16-bit operand of a mixed
     float16/bfloat16 op into the other before promoting, at add, sub, mul and div alike: one record."""
