@@ -95,10 +95,17 @@ def bound_findings(executor: str, graph: Graph, numeric: TypedGraph, judgements:
                              "violating_sets": sets})]
 
 
-def at_fault(node_stats: list[tuple[str, ErrorStats]]) -> str | None:
+def at_fault(node_stats: list[tuple[str, ErrorStats]], nonfinite: bool = False) -> str | None:
     """The node to blame from per-node stats judged on the backend's own operands (in graph order).
 
     The first node with a finding-sized violation of its own (non-finite, or ratio >= MARGIN); None when
-    no node has one (the graph's error grew from small ones: nothing a maintainer can act on).
+    no node has one (the graph's error grew from small ones: nothing a maintainer can act on). For a
+    `nonfinite` finding, the first node that makes non-finite values of finite operands on its own, where one
+    does: an earlier finite deviation did not make them (triage12 b0239f15cc: XLA's bf16 conv -> float32 cast
+    one bf16 rounding off, then its float32 layer_norm NaN on the constant rows, was filed against the cast).
     """
+    if nonfinite:
+        culprit = next((n for n, s in node_stats if s.nonfinite_mismatch), None)
+        if culprit is not None:
+            return culprit
     return next((n for n, s in node_stats if s.nonfinite_mismatch or s.ratio >= MARGIN), None)

@@ -57,7 +57,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
         return replace(finding, details={**finding.details, "localized": False})
     observed, device, _ = seen
     verdicts = judge_nodes(s.numeric, inputs, observed, device, s.approximate)
-    node = at_fault([(v.node, v.stats) for v in verdicts])
+    node = at_fault([(v.node, v.stats) for v in verdicts], nonfinite=finding.error_class == "nonfinite")
     if node is None:
         notes.append(f"{s.name}: {finding.message} (no single node is out of bound on its own operands)")
         return None

@@ -686,6 +686,36 @@ def test_regression_a_frontend_dtype_finding_tvm_default_shows_too_is_that_lower
     assert bug_key(dtype("tvm/frontend"), True) == "backend-bug|tvm|*|dtype|float16/bfloat16|frontend"
 
 
+def test_regression_a_nonfinite_finding_is_blamed_on_the_node_that_makes_the_nonfinite_values() -> None:
+    """triage12 b0239f15cc: XLA fused a bf16 conv and its float32 cast (one bf16 rounding skipped: 2097 for 2096, the
+    exact 2101), then its float32 layer_norm gave NaN on the constant rows; the NaN was filed against the cast, the
+    first node out of bound. For a non-finite finding the node making non-finite values of finite operands leads."""
+    from oracles.bounds import ErrorStats
+    from oracles.error_bounds import at_fault
+
+    stats = [("conv1", ErrorStats(0.1, 0.1, 0.1, 0, 0)), ("astype1", ErrorStats(1.0, 4096.0, 541.0, 3, 0)),
+             ("layer_norm1", ErrorStats(float("inf"), float("inf"), float("inf"), 0, 150))]
+    assert at_fault(stats, nonfinite=True) == "layer_norm1"
+    assert at_fault(stats) == "astype1"  # a finite finding: the first node out of bound
+    assert at_fault(stats[:2], nonfinite=True) == "astype1"  # no node makes them on its own: as before
+
+
+def test_regression_float16_values_with_few_bits_are_no_evidence_of_bfloat16() -> None:
+    """triage12 bf6fef3f80: a float16 conv of tiny values "computes in bfloat16" because every output lay on the
+    bfloat16 grid; float16 subnormals have at most 10 bits, and the exact answer held in float16 lies on that grid
+    too. A float32 output rounded to bfloat16 still is."""
+    import numpy as np
+
+    from fuzzer.dtypes import round_to
+    from oracles.precision import narrower_format
+
+    rng = np.random.default_rng(0)
+    exact = rng.uniform(1e-7, 3e-6, 64)  # float16 subnormals: 1 to 6 significant bits
+    assert narrower_format(round_to(exact, "float16"), exact, "float16") is None
+    wide = rng.normal(size=64)
+    assert narrower_format(round_to(wide, "bfloat16"), wide, "float32") == "bfloat16"
+
+
 def test_regression_mixed_float16_bfloat16_elementwise_ops_are_one_promotion_record() -> None:
     """triage11 b4365aa9ef (div) and triage12 b997d25324 (add): torch_xla converts one 16-bit operand of a mixed
     float16/bfloat16 op into the other before promoting, at add, sub, mul and div alike: one record."""
