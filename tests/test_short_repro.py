@@ -310,3 +310,16 @@ def test_regression_the_float32_control_of_a_policy_program_runs_its_casts_in_fl
     assert "cast=lambda dtype: torch.float32" in script.read_text()
     done = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode in (0, 1) and "(float32 on the CPU)" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
+def test_regression_a_nan_the_float64_module_gives_too_is_no_bug_of_the_short_tvm_script(tmp_path: Path) -> None:
+    """triage12 b8948f55ce: the short TVM script of a fully masked attention row compared TVM's NaN with the same
+    module run in float64, also NaN, and printed BUG REPRODUCED because NaN != NaN. Where the exact answer is TVM's
+    own float64 run, NaN and inf agree; the finding (PyTorch returns 0 there) stands on the full script."""
+    case = load_case(ROOT / "tests" / "fixtures" / "tvm-sdpa-fully-masked-b8948f55ce.json")
+    f = Finding("error-bound", "tvm/default", ["scaled_dot_product_attention"], ["float32,float32,float32,bool->float32"],
+                "nonfinite", "m", node="attn")
+    path, text = script_for(case, f, tmp_path)
+    assert "NaN and inf agree" in text
+    out = run_alone(path)
+    assert out.returncode == 0 and "expected nan, got nan" in out.stdout, out.stdout + out.stderr
