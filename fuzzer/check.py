@@ -226,7 +226,8 @@ class Checker:
                 run = self._runner(ctx, s.name)
                 found = [f2 for f in found if (f2 := localize.bound(f, s, sets[f.input_set], run, notes)) is not None]
             findings += found
-        findings = localize.as_inaccurate_as_eager(findings, keys, self.semantic, notes)
+        shadow = self._eager_bounds(subjects, keys, eager, sets, ctx, findings)
+        findings = localize.as_inaccurate_as_eager(findings, keys, self.semantic, notes, shadow)
         semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
             semantic = [self._localize(f, subjects, sets, ctx) for f in semantic]
@@ -239,6 +240,28 @@ class Checker:
         oracle_s = time.perf_counter() - t2
         spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, spent)
+
+    def _eager_bounds(self, subjects: list[Subject], keys: dict[str, str], eager: dict[str, list[Outcome]],
+                      sets: list[Values], ctx: CheckContext, findings: list[Finding]) -> dict[str, list[Finding]]:
+        """PyTorch eager's own localized accuracy findings on each program an accuracy finding's executor runs, where
+        eager is not under test (it ran those programs as the semantic oracle): what as_inaccurate_as_eager weighs."""
+        if self.semantic is None or self.semantic in keys:
+            return {}
+        wanted = {keys[f.executor] for f in findings if f.executor in keys and f.oracle == "error-bound"
+                  and f.error_class in ("bound", "nonfinite")}
+        out: dict[str, list[Finding]] = {}
+        numbers: dict[str, Numbers] = {}
+        for s in subjects:
+            key = keys[s.name]
+            if key not in wanted or key in out or s.name not in eager:
+                continue
+            e = self.subject(self.semantic, s.policy, eager[s.name], ctx.options)
+            expected, ideal = self._numbers(e.numeric, sets, numbers)
+            judged = judge_outputs(e.graph, e.typed("numeric"), e.outcomes, expected, ideal, 0.0)
+            run = self._runner(ctx, self.semantic)
+            out[key] = [g2 for g in bound_findings(self.semantic, e.graph, e.typed("numeric"), judged)
+                        if (g2 := localize.bound(g, e, sets[g.input_set], run, [])) is not None]
+        return out
 
     def _cpu_autocast_too(self, f: Finding, graph: Graph, sets: list[Values], ctx: CheckContext,
                           names: list[str]) -> Finding:

@@ -337,5 +337,19 @@ def test_regression_a_frontend_raise_of_a_bias_meeting_a_float32_product_is_the_
     assert keys == {"backend-bug|tvm|*|dtype|float16/bfloat16|frontend"}
 
 
+def test_regression_without_eager_under_test_what_pytorch_gets_as_wrong_is_no_tvm_bug() -> None:
+    """triage13 b4377ff1d6 / ba0d982096: float32 group_norm of -1.3e31 (x * x overflows float32) is NaN in TVM and in
+    PyTorch eager too; a TVM-only campaign does not test eager, so nothing weighed TVM's NaN against PyTorch's and it
+    was filed twice. The semantic oracle's own run of the program now is."""
+    from fuzzer.ir import Case, Graph, Input, Node
+
+    x = Input("x", (1, 4, 3), "float32", init={"dist": "constant", "value": -1.336e31})
+    case = Case(Graph((x,), (Node("g", "group_norm", ("x",), {"num_groups": 2}),), ("g",)))
+    with ExecutorPool(["tvm/default"], timeout=600.0) as alone:
+        result = Checker(alone).check(case)
+    assert not [f for f in result.findings if f.executor == "tvm/default"], [f.message for f in result.findings]
+    assert any("as far off as PyTorch eager's own" in n and "not under test" in n for n in result.notes), result.notes
+
+
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
 pytestmark = pytest.mark.xdist_group(name="test_tvm_depth")
