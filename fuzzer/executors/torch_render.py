@@ -40,8 +40,9 @@ def render_function(graph: Graph, name: str = "graph") -> str:
     scalars = {k for k, v in typed.values.items() if v.kind == "scalar"}
     lines = [f"def {name}({', '.join(names[i.name] for i in graph.inputs)}):"]
     first = next((i for i in graph.inputs if i.kind == "tensor"), None)
-    if first is not None and any(not OPS[n.op].operands for n in graph.nodes):
-        lines.append(f"    device = {names[first.name]}.device  # constants are made where the inputs are")
+    if any(not OPS[n.op].operands for n in graph.nodes):
+        lines.append(f"    device = {names[first.name]}.device  # constants are made where the inputs are" if first is not None
+                     else '    device = globals().get("device", "cpu")  # no input: the backend\'s device, else the CPU')
     for node in graph.nodes:
         lines.append(f"    {names[node.id]} = {node_expr(node, scalars, names)}")
     outs = ", ".join(names[o] for o in graph.outputs)
