@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case", help="case JSON file")
     parser.add_argument("--executors", help="comma-separated executor names (default: all available)")
     parser.add_argument("--json", action="store_true", help="print outcomes and findings as JSON")
-    parser.add_argument("--timeout", type=timeout_seconds, default=300.0, help="seconds per executor call (at least 1)")
+    parser.add_argument("--timeout", type=timeout_seconds, default=300.0, help="seconds per executor call (at least 1; a worker's start-up, importing its backend, "
+                        "has a clock of its own)")
 
 
 def _num(value: float | None, fmt: str) -> str:

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executors", help="executors to look for the finding with (default: all available)")
     parser.add_argument("--max-seconds", type=positive_seconds, default=300.0, help="search budget per case in seconds")
     parser.add_argument("--max-checks", type=positive_int, default=2000, help="search budget per case in executor checks")
-    parser.add_argument("--timeout", type=timeout_seconds, default=120.0, help="seconds per executor call (at least 1)")
+    parser.add_argument("--timeout", type=timeout_seconds, default=120.0, help="seconds per executor call (at least 1; a worker's start-up, importing its backend, "
+                        "has a clock of its own)")
     parser.add_argument("--export", action="store_true", help="also write a repro script beside each minimized case")
     parser.add_argument("--json", action="store_true", help="print each summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="do not print the accepted steps")

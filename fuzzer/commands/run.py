@@ -40,7 +40,8 @@ def add_campaign_arguments(parser: argparse.ArgumentParser, minimize: bool = Tru
     parser.add_argument("--executors", help="comma-separated executors (default: every available one)")
     parser.add_argument("--workers", type=workers_int, default=None, help="parallel lanes (default: the cores available)")
     parser.add_argument("--timeout", type=timeout_seconds, default=120.0,
-                        help="seconds per executor call before it counts as a hang (at least 1)")
+                        help="seconds per executor call before it counts as a hang (at least 1; a worker's start-up "
+                             "has a clock of its own)")
     if minimize:
         parser.add_argument("--no-minimize", action="store_true", help="save findings without minimizing them")
     else:
