@@ -815,3 +815,17 @@ def test_regression_an_attention_break_is_traced_to_the_wide_operand_not_a_liter
 
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
 pytestmark = pytest.mark.xdist_group(name="test_semantics")
+
+
+def test_regression_pytorch_under_test_is_never_excused_by_the_semantic_oracles_own_run() -> None:
+    """This stop's shadow weighing (eager not under test) dropped torch/autocast's bf16 conv3d bug as "as far off as
+    PyTorch eager's own": it is PyTorch's own run; only other backends are excused by it."""
+    from oracles.findings import Finding
+    from oracles.localize import as_inaccurate_as_eager
+
+    mine = Finding("error-bound", "torch/autocast", ["conv3d"], ["bfloat16"], "bound", "m", ratio=40.0, node="conv1")
+    tvm = Finding("error-bound", "tvm/default", ["conv3d"], ["bfloat16"], "bound", "m", ratio=40.0, node="conv1")
+    eager = Finding("error-bound", "torch/eager", ["conv3d"], ["bfloat16"], "bound", "m", ratio=40.0, node="conv1")
+    keys = {"torch/autocast": "p", "tvm/default": "p"}
+    kept = as_inaccurate_as_eager([mine, tvm], keys, "torch/eager", [], {"p": [eager]})
+    assert kept == [mine]
