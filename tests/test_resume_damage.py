@@ -325,6 +325,21 @@ def test_a_campaign_folder_replaced_by_a_file_is_refused_before_any_case_runs(na
     assert sorted(p.name for p in out.iterdir()) == [name]
 
 
+@pytest.mark.parametrize("name", ["findings", "bugs", "logs"])
+def test_regression_a_campaign_folder_that_links_elsewhere_is_refused(name: str, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Adversarial pass 2 #433: logs/ replaced by a link to a user's folder; the resume wrote its worker logs there."""
+    out, theirs = tmp_path / "camp", tmp_path / "user-docs"
+    out.mkdir()
+    theirs.mkdir()
+    (out / name).symlink_to(theirs)
+    status = main(["run", "--out", str(out), "--executors", "debug/faults", "--no-seeds", "--max-tests", "3",
+                   "--no-minimize"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "is a symbolic link to" in err[0], err
+    assert list(theirs.iterdir()) == []
+
+
 def test_a_finding_whose_folder_is_taken_is_recorded_without_its_case(tmp_path: Path) -> None:
     """findings/<id> taken by a file: the finding is still counted and recorded, with a warning and a record."""
     out = tmp_path / "camp"

@@ -197,6 +197,9 @@ class Campaign:
                 raise CampaignError(f"{root / name} is {what}, not a regular file; move it away to go on")
         for name in FOLDERS:
             path = root / name
+            if path.is_symlink() and path.is_dir():  # its files would be written in someone else's folder (#433)
+                raise CampaignError(f"{path} is a symbolic link to {path.resolve()}; precfuzz writes the campaign's "
+                                    f"{FOLDERS[name]} there: put the folder itself there (or move the link away) to go on")
             if (path.exists() or path.is_symlink()) and not path.is_dir():
                 what = "a link to nothing" if not path.exists() else (
                     "a file" if path.is_file() else kind_of(path.stat().st_mode))
