@@ -349,12 +349,24 @@ SHAPE_ONLY = frozenset({"new_zeros", "new_ones", "new_full", "zeros_like", "ones
 UNINITIALIZED = frozenset({"empty", "new_empty", "empty_like", "empty_strided"})  # never constants: garbage memory
 
 
+def _base_name(target: Any) -> str:
+    """An ATen target's name without its overload: `index_put_` of `aten.index_put_.default`."""
+    return getattr(target, "__name__", str(target)).split(".")[0]
+
+
+def _mutated(n: Any) -> Any:
+    """The fx node an in-place call writes (its first argument), or None."""
+    arg = n.args[0] if n.args else None
+    return arg if _base_name(n.target).endswith("_") and hasattr(arg, "name") else None
+
+
 def _fold(n: Any, concrete: dict[str, Any]) -> Any:
     """The value of call `n` where every tensor it reads is concrete (a parameter, buffer, constant, or made from
     them only), computed by PyTorch on copies; None where it reads a model input or fails."""
     import torch
 
-    shape_only = getattr(n.target, "__name__", "").split(".")[0] in SHAPE_ONLY
+    name = _base_name(n.target)
+    shape_only, in_place = name in SHAPE_ONLY, _mutated(n) is not None
 
     def sub(a: Any) -> Any:
         if isinstance(a, torch.fx.Node):
@@ -364,13 +376,12 @@ def _fold(n: Any, concrete: dict[str, Any]) -> Any:
             if a.name not in concrete:
                 raise KeyError(a.name)
             v = concrete[a.name]
-            return v.clone() if isinstance(v, torch.Tensor) else v
+            return v.clone() if in_place and isinstance(v, torch.Tensor) else v  # only an in-place call writes
         if isinstance(a, (list, tuple)):
             return type(a)(sub(x) for x in a)
         return a
 
-    if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()) or \
-            getattr(n.target, "__name__", "").split(".")[0] in UNINITIALIZED:
+    if torch.Tag.nondeterministic_seeded in getattr(n.target, "tags", ()) or name in UNINITIALIZED:
         return None  # a random draw is the model's own input, and uninitialized memory no constant
     try:
         args, kwargs = sub(tuple(n.args)), {k: sub(v) for k, v in n.kwargs.items()}
@@ -417,9 +428,8 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
         value = _fold(n, b.concrete)
         if value is not None:
             b.concrete[n.name] = value
-            mutated = n.args[0] if getattr(n.target, "__name__", "").split(".")[0].endswith("_") and n.args else None
-            if mutated is not None and hasattr(mutated, "name"):
-                b.concrete[mutated.name] = value
+            if _mutated(n) is not None:
+                b.concrete[_mutated(n).name] = value
         if n.target in keep:
             if n.target.__name__.startswith("dropout") and len(args) > 2 and args[2]:
                 failures.append(f"dropout in training mode at {_where(source_of(n, model_file))}")
@@ -453,9 +463,8 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
                 failures.append(f"{_op_name(n.target)} ({why}) at {_where(src)}")
             b.env[n.name] = _Missing()
             continue
-        mutated = n.args[0] if overload.split(".")[0].endswith("_") and n.args else None
-        if mutated is not None and hasattr(mutated, "name"):  # an in-place op: later reads see the new value
-            b.env[mutated.name] = b.env[n.name]
+        if _mutated(n) is not None:  # an in-place op: later reads see the new value
+            b.env[_mutated(n).name] = b.env[n.name]
     return failures, unknown
 
 
@@ -471,9 +480,8 @@ def _folded(n: Any, value: Any, b: _Builder, src: Source) -> bool:
     except AuditInputError:
         return False
     b.folded.append(f"{_op_name(n.target)} at {_where(src)}")
-    mutated = n.args[0] if getattr(n.target, "__name__", "").split(".")[0].endswith("_") and n.args else None
-    if mutated is not None and hasattr(mutated, "name"):
-        b.env[mutated.name] = b.env[n.name]
+    if _mutated(n) is not None:
+        b.env[_mutated(n).name] = b.env[n.name]
     return True
 
 
