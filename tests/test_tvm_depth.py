@@ -353,3 +353,69 @@ def test_regression_without_eager_under_test_what_pytorch_gets_as_wrong_is_no_tv
 
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
 pytestmark = pytest.mark.xdist_group(name="test_tvm_depth")
+
+
+@pytest.mark.slow
+def test_regression_float16_attention_overflowing_its_scores_is_the_default_lowerings_bug_not_to_mixed_precision() -> None:
+    """triage13 baf9062a49: q=300, k=-400 under ToMixedPrecision gives NaN (the scores, computed in float16, overflow);
+    it was keyed to ToMixedPrecision because the ablation's tvm/default run got an explicit float32 scale from the
+    hand lowering, which widened the scores to float32 and hid the same NaN. The lowering passes scale=None as the
+    importer does, and the record is tvm/default's."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-mixed-attention-overflow-baf9062a49.json")
+    with ExecutorPool(["tvm/mixed-precision", "tvm/default"], timeout=600.0) as both:
+        result = Checker(both).check(case, ["tvm/mixed-precision"])
+    (f,) = [f for f in result.findings if f.executor == "tvm/mixed-precision"]
+    assert f.details["variant_specific"] is False, f.details.get("ablation")
+    assert bug_key(f, False) == "backend-bug|tvm|scaled_dot_product_attention|accuracy|float16/bfloat16|*"
+
+
+def test_tvm_attention_widens_to_float32_only_with_an_explicit_scale() -> None:
+    """bbf14ee65e stays reachable: R.nn.attention with an explicit (float32) scale returns float32 for float16
+    operands, TVM's own default scale keeps float16."""
+    tvm = create("tvm/default")
+    for scale, want in ((None, "float16"), (0.5, "float32")):
+        ins = tuple(Input(n, (1, 1, 2, 4), "float16") for n in "qkv")
+        case = Case(Graph(ins, (Node("a", "scaled_dot_product_attention", ("q", "k", "v"), {"scale": scale}),), ("a",)))
+        (outcome,) = tvm.run_case(case.graph, [input_values(case, 0)])
+        assert outcome.ok and outcome.dtypes == [want], (scale, outcome.summary())
+
+
+def test_regression_a_16_bit_norm_sum_decompose_exposes_is_tvms_16_bit_sum_record() -> None:
+    """triage13 b6d999e4ee: float16 layer_norm NaN after DecomposeOpsForTraining was keyed to the pass; the pass turns
+    it into float16 R.mean/R.variance, whose legalization sums in float16 (R.mean of [30000] * 4 is inf on the default
+    pipeline alone): one record with TVM's 16-bit sums."""
+    from oracles.findings import Finding
+
+    def found(executor: str, op: str, dtypes: str = "float16->float16") -> Finding:
+        return Finding("error-bound", executor, [op], [dtypes], "nonfinite", "m", details={"variant_specific": True})
+
+    summing = "backend-bug|tvm|16-bit-sum|accuracy|float16/bfloat16|*"
+    assert bug_key(found("tvm/decompose", "layer_norm"), True) == summing
+    assert bug_key(found("tvm/default", "mean"), None) == summing
+    assert bug_key(found("tvm/decompose", "layer_norm", "float32->float32"), True).endswith("|float32|decompose")
+    assert bug_key(found("tvm/decompose", "softmax"), True).endswith("|decompose")
+
+
+def test_relax_decompose_for_training_turns_the_tagged_norms_into_16_bit_means() -> None:
+    """The tag relax-training-mean is TVM's fact: DecomposeOpsForTraining emits float16 R.mean and R.variance for them."""
+    from tvm import relax
+
+    from fuzzer.ops import OPS, tagged
+
+    assert tagged(OPS, "relax-training-mean") == {"layer_norm", "batch_norm"}
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2, 3, 4), "float16"))
+    g = relax.Var("g", relax.TensorType((3,), "float16"))
+    w = relax.Var("w", relax.TensorType((4,), "float16"))
+    with bb.function("main", [x, g, w]):
+        with bb.dataflow():
+            bn = bb.emit(relax.op.nn.batch_norm(x, g, g, g, g, axis=1, training=True)[0])
+            ln = bb.emit(relax.op.nn.layer_norm(x, w, w, axes=[-1]))
+            out = bb.emit_output(relax.Tuple([bn, ln]))
+        bb.emit_func_output(out)
+    text = relax.transform.DecomposeOpsForTraining()(bb.get()).script()
+    assert "nn.batch_norm" not in text and "nn.layer_norm" not in text
+    assert text.count('R.mean(') == 2 and text.count('R.variance(') == 2
+    assert 'dtype="float32"' not in text

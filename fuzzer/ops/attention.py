@@ -136,11 +136,11 @@ def _relax(c: RelaxCall) -> str:
         else:
             bias = c.arg(3)
         bias = c.low.emit(f"R.op.broadcast_to({bias}, {full})", f"{hint}_bias_full")
-    scale = c.attrs.get("scale")
-    scale = 1.0 / math.sqrt(q_shape[-1]) if scale is None else float(scale)
+    # scale=None lets TVM take 1/sqrt(E) in the operands' dtype, as the torch importer passes it; an explicit float
+    # scale is a float32 FloatImm that widens 16-bit scores (its own record), hiding what 16-bit attention computes
+    scale = "" if c.attrs.get("scale") is None else f", scale={float(c.attrs['scale'])!r}"
     causal = ", causal_mask='TopLeft'" if c.attrs.get("is_causal") else ""
-    out = c.low.emit(f"R.op.nn.attention({q}, {k}, {v}, {bias}, scale={scale!r}{causal})",
-                     f"{hint}_bshe")
+    out = c.low.emit(f"R.op.nn.attention({q}, {k}, {v}, {bias}{scale}{causal})", f"{hint}_bshe")
     return f"R.op.permute_dims({out}, axes=[0, 2, 1, 3])"
 
 

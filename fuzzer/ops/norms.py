@@ -417,3 +417,7 @@ OPS = [replace(s, tags=s.tags | {"amp-follow"}) if s.name in _AMP_FOLLOW else s 
 # torch_xla lowers these to one HLO batch-norm-training (checked on 2.9.0: tests/test_xla_executors.py)
 _XLA_BN_TRAINING = ('layer_norm', 'group_norm', 'instance_norm')
 OPS = [replace(s, tags=s.tags | {"xla-batch-norm-training"}) if s.name in _XLA_BN_TRAINING else s for s in OPS]
+# Relax DecomposeOpsForTraining expands these into R.mean / R.variance in their own dtype (checked on 0.27:
+# tests/test_tvm_depth.py), so TVM's 16-bit sums show through the pass
+_RELAX_TRAINING_MEAN = ('layer_norm', 'batch_norm')
+OPS = [replace(s, tags=s.tags | {"relax-training-mean"}) if s.name in _RELAX_TRAINING_MEAN else s for s in OPS]
