@@ -15,32 +15,29 @@ from __future__ import annotations
 
 import bisect
 import json
-import queue
 import shlex
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
-
-import numpy as np
 
 from oracles.bugs import case_keys, error_family
 from oracles.findings import Finding
 from oracles.vocabulary import ExecutorName
 
-from ..artifacts import REPRO_FULL, run_script, write_finding
-from ..check import SEMANTIC_ORACLE, Checker, CheckResult
+from ..artifacts import write_finding
+from ..check import SEMANTIC_ORACLE, CheckResult
 from ..executors import ORACLE_EXECUTORS, create
-from ..ir import Case, IRError, case_options, input_values, load_case, save_case
+from ..ir import Case, load_case, save_case
 from ..isolation import ExecutorPool
-from ..minimize import Target, minimize, recheck
 from ..outcome import compile_seconds, compiles
 from ..outfiles import MANIFEST, kind_of, not_regular
-from .bug_book import KIND_ORDER, Bug, BugBook
+from .bug_book import BugBook
 from .finding_book import FindingBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
+from .minimizer_lane import INTERNAL_ERRORS, ORIGINAL, MinimizerLane
 from .progress import Progress, Snapshot
 from .schedule import (
     BLOCK,
@@ -64,13 +61,11 @@ from .store import (
     valid_record,
 )
 
-INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
 ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
 MAX_LOST = 1_000_000  # finished cases whose results may be missing from arm-results.jsonl (each is run again)
 FOLDERS = {"findings": "findings' cases and scripts", "bugs": "bugs' minimized cases and scripts",
            "logs": "backend workers' logs"}  # (runs.parquet: the store checks it)
-ORIGINAL = "original.json"  # findings/<id>/original.json: a finding's case as generated
 RECORD = "finding.json"  # findings/<id>/finding.json: the finding's record as first saved (findings.jsonl rebuilds from it)
 DAMAGED_FILES = "damaged-files.jsonl"  # campaign files found damaged or missing, and what was done (re-derived, set aside)
 MINIMIZING = "time (minimizing the bugs found)"  # the stop reason while the minimizer has the end of the run
@@ -164,8 +159,7 @@ class Campaign:
         self.dirty = False
         self.findings = FindingBook()
         self.described: dict[str, dict[str, Any]] = {}
-        self.to_minimize: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()  # (kind, order, bug id)
-        self.queued = 0
+        self.minimizer = MinimizerLane(self)
         self.new_bugs = 0
         self.backend_s: Counter[str] = Counter()
         self.tests_by_executor: Counter[str] = Counter()
@@ -283,14 +277,14 @@ class Campaign:
         self.findings.load([saved[s] for s in back], self.state.counts)
         gone = [s for s in lost if s not in saved]
         if back:
-            self._damaged(f"{len(back)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
+            self.damaged(f"{len(back)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
                           "findings.jsonl lacks them", f"restored from findings/<id>/{RECORD} (as first saved)")
         if gone:
-            self._damaged(f"{len(gone)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
+            self.damaged(f"{len(gone)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
                           f"findings.jsonl lacks them and no findings/<id>/{RECORD} holds them ({gone[0]}"
                           f"{', ...' if len(gone) > 1 else ''})", "their counts are dropped; a new hit records them again")
 
-    def _damaged(self, what: str, path: Path | str | None, problem: str, action: str) -> None:
+    def damaged(self, what: str, path: Path | str | None, problem: str, action: str) -> None:
         """Say that a campaign file is damaged or missing and what was done about it: a warning line and a record in
         damaged-files.jsonl."""
         rec = {"t": round(self.elapsed(), 3) if hasattr(self, "t_start") else 0.0, "what": what,
@@ -306,11 +300,11 @@ class Campaign:
         findings), a representative whose finding record is gone (another finding of the bug), a merge into a bug
         that is gone (live again)."""
         for bid in self.book.revived:
-            self._damaged(f"bug {bid}", self.store.root / BUGS, "it was merged into a bug bugs.jsonl lacks",
+            self.damaged(f"bug {bid}", self.store.root / BUGS, "it was merged into a bug bugs.jsonl lacks",
                           "it is a bug of its own again")
         rebuilt = self.book.rebuild(self.findings.in_order())
         if rebuilt:
-            self._damaged(f"{len(rebuilt)} bug(s)", self.store.root / BUGS,
+            self.damaged(f"{len(rebuilt)} bug(s)", self.store.root / BUGS,
                           f"findings.jsonl names them but bugs.jsonl lacks them ({', '.join(rebuilt[:5])}"
                           f"{', ...' if len(rebuilt) > 5 else ''})", "rebuilt from their findings (they are minimized "
                           "again)")
@@ -319,7 +313,7 @@ class Campaign:
                 continue
             others = self.book.representatives(bug, self.findings.records)
             if others:
-                self._damaged(f"bug {bug.bug}", self.store.root / FINDINGS,
+                self.damaged(f"bug {bug.bug}", self.store.root / FINDINGS,
                               f"its representative finding is not in findings.jsonl ({bug.representative})",
                               f"represented by another of its findings ({others[0]})")
                 bug.representative = others[0]
@@ -327,7 +321,7 @@ class Campaign:
             missing = [p for p in (bug.case, bug.repro) if bug.minimized and p and
                        not (self.store.root / p).is_file()]
             if missing:
-                self._damaged(f"bug {bug.bug}", self.store.root / missing[0], "its minimized files are missing",
+                self.damaged(f"bug {bug.bug}", self.store.root / missing[0], "its minimized files are missing",
                               "it is minimized again")
                 bug.minimized = bug.confirmed = False
                 bug.note = "minimized files were missing on resume; minimized again"
@@ -349,10 +343,10 @@ class Campaign:
         if self.state.invocations > 1 or self.store.runs_dir.exists():
             rows, aside = self.store.count_runs()
             for path, why in aside:
-                self._damaged("runs.parquet", path, f"a chunk cannot be read ({why})",
+                self.damaged("runs.parquet", path, f"a chunk cannot be read ({why})",
                               f"set aside as {path.name}, its rows not counted")
             if rows != self.state.tests:
-                self._damaged("state.json", self.store.root / "state.json",
+                self.damaged("state.json", self.store.root / "state.json",
                               f"it counts {self.state.tests} tests but runs.parquet holds {rows} rows",
                               f"counting {rows}, the rows kept")
                 self.state.tests = rows
@@ -466,7 +460,7 @@ class Campaign:
             # leave the end of the run to minimizing the backend bugs already found: each is worth more than
             # more cases (measured minimization time per bug, 30 s until one is measured)
             left = self.cfg.time_s - (time.monotonic() - self.t_start)
-            if left < self.backlog() * (self.minimize_s_mean() + 5.0):
+            if left < self.minimizer.backlog() * (self.minimizer.minimize_s_mean() + 5.0):
                 return MINIMIZING
         if self.cfg.max_tests is not None and self.state.tests + self.reserved >= self.cfg.max_tests:
             return "max-tests"
@@ -517,17 +511,6 @@ class Campaign:
             self.dirty = True
             return (kind, item, case, tests, executors)
 
-    def minimize_s_mean(self) -> float:
-        """Mean seconds a bug's minimization (and confirmation) took in this run; 30 until one is measured."""
-        with self.lock:
-            done = [float(b.extra["minimize_s"]) for b in self.book.live() if "minimize_s" in b.extra]
-        return sum(done) / len(done) if done else 30.0
-
-    def backlog(self) -> int:
-        """Backend bugs found but not yet minimized (the minimizer lane's queue)."""
-        with self.lock:
-            return sum(1 for b in self.book.live() if b.kind == "backend-bug" and not b.extra.get("minimize_tried"))
-
     def _requeue(self, kind: str, item: Any, reserved: int) -> None:
         """Put a claimed case back (its lane was lost before it finished): the next claim takes it again."""
         with self.lock:
@@ -545,7 +528,7 @@ class Campaign:
         the minimizer runs on the driver's machine, not on theirs.)"""
         local = self.cfg.ray is None
         while True:
-            while (local and lane > 0 and self.cfg.minimize and self.backlog() and not self.stop.is_set()
+            while (local and lane > 0 and self.cfg.minimize and self.minimizer.backlog() and not self.stop.is_set()
                    and self._budget_left() is None):
                 time.sleep(0.5)
             item = self._next_item()
@@ -699,7 +682,7 @@ class Campaign:
             original: Path | None = save_case(result.case, folder / ORIGINAL)
         except OSError as exc:  # the finding is still counted and recorded; only its case file is missing
             original = None
-            self._damaged(f"finding {finding.short_id}", exc.filename or folder / ORIGINAL,
+            self.damaged(f"finding {finding.short_id}", exc.filename or folder / ORIGINAL,
                           f"its case cannot be saved ({exc.strerror or exc})", "the finding is recorded without it")
         record = self._save(finding, result.case, pool, folder, seen_s, bug.bug, key, original)
         with self.lock:
@@ -708,20 +691,14 @@ class Campaign:
             if opened:
                 bug.title = record.get("title", "")
                 self.new_bugs += 1
-                self._queue(bug)
+                self.minimizer.put(bug)
             self.dirty = True
         self.flush()
-
-    def _queue(self, bug: Bug) -> None:
-        """Queue a bug for minimization: backend bugs first, then hazards, then coverage gaps; in discovery order."""
-        if self.cfg.minimize:
-            self.queued += 1
-            self.to_minimize.put((KIND_ORDER.get(bug.kind, 3), self.queued, bug.bug))
 
     def _save(self, finding: Finding, case: Case, pool: Lane | ExecutorPool, folder: Path, first_seen: float,
               bug: str, key: str, original: Path | None) -> dict[str, Any]:
         """Write the finding's raw case and its full-oracle script; return its record (count 1)."""
-        art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
+        art = write_finding(folder, case, finding, self.describe(finding.executor, pool),
                             f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}", short=False)
         rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
         rec = {
@@ -746,205 +723,11 @@ class Campaign:
             rec["save_error"] = "; ".join(filter(None, [rec.get("save_error"), f"{RECORD}: {exc.strerror or exc}"]))
         return rec
 
-    def _describe(self, executor: str, pool: Lane | ExecutorPool) -> dict[str, Any]:
+    def describe(self, executor: str, pool: Lane | ExecutorPool) -> dict[str, Any]:
+        """What an executor is (settings, versions), asked of its pool once per campaign."""
         if executor not in self.described:
             self.described[executor] = pool.describe(executor)
         return self.described[executor]
-
-    def _minimize_bug(self, bid: str, checker: Checker, pool: ExecutorPool) -> None:
-        """Minimize a bug's representative finding, key it again, write its repro and confirm it in a fresh process."""
-        with self.lock:
-            bug = self.book.bugs[bid]
-            if bug.merged_into or bug.minimized:
-                return
-            recs = [dict(self.findings[s]) for s in self.book.representatives(bug, self.findings.records)]
-        budget = self.cfg.minimize_budget_s
-        if self.cfg.time_s is not None:
-            budget = min(budget, self.cfg.time_s - (time.monotonic() - self.t_start))
-        if budget < 5.0:
-            return
-        t0 = time.monotonic()
-        found = self._original(bid, recs)
-        if found is None:
-            return
-        rec, original = found
-        finding: Finding | None = None
-        try:
-            hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
-            result = minimize(original, hint, checker, budget_s=budget, fresh_recheck=False)
-            finding, case, note = result.finding, result.case, result.note
-        except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
-            case, note = original, f"minimizing failed: {type(exc).__name__}: {exc}"
-        update: dict[str, Any] = {"note": note}
-        key = None
-        if finding is None:
-            update.update(minimized=False, confirmed=False, note=note or "the minimizer did not reproduce it")
-        else:
-            key, variant, same, garbage = self._minimized_key(finding, case, checker)
-            worst = result.worst if result.worst is not None and result.worst.error_class == "nonfinite" else None
-            finding = replace(finding, details={**finding.details, "garbage": garbage,
-                                                **({"worst_nonfinite": result.worst_elements} if worst else {})})
-            folder = self.store.root / "bugs" / bid
-            executors = list(dict.fromkeys([*bug.executors, *same]))
-            art = write_finding(folder, case, finding, self._describe(finding.executor, pool),
-                                f"{self.cfg.command or 'precfuzz run'}  # bug {bid}", variant=variant,
-                                executors=executors)
-            update["executors"] = executors
-            update["reproduces_on"] = same
-            confirmed, how = self._confirm(art.repro, case, finding, pool)
-            rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
-            update.update(minimized=True, confirmed=confirmed, note=how, title=art.title, repro=rel(art.repro),
-                          repro_full=rel(art.repro_full), report=rel(art.report), case=rel(art.case),
-                          nodes=len(case.graph.nodes), repro_lines=art.repro_lines, ops=finding.ops,
-                          minimized_signature=finding.signature)
-            if art.errors:
-                update["save_error"] = "; ".join(art.errors)
-        update["minimize_s"] = round(time.monotonic() - t0, 2)  # minimizing, writing and confirming
-        with self.lock:
-            bug = self.book.bugs[bid]
-            for k, v in update.items():
-                if k in Bug.__dataclass_fields__:
-                    setattr(bug, k, v)
-                else:
-                    bug.extra[k] = v
-            bug.extra["minimize_tried"] = True
-            if key is not None:
-                self.book.rekey(bug, key)
-            self.dirty = True
-        self.flush()
-
-    def _original(self, bid: str, recs: list[dict[str, Any]]) -> tuple[dict[str, Any], Case] | None:
-        """The first of a bug's findings (`recs`, its representative first) whose original case loads, with that
-        case; each one that does not is said (damaged-files.jsonl). None when none does: the bug is set aside, not
-        minimized, and the campaign goes on."""
-        problems = []
-        for rec in recs:
-            path, problem = self._original_path(rec)
-            if path is not None:
-                what = not_regular(path)
-                if what is not None:  # a FIFO would block the read, a device never end it
-                    problem = f"{path.relative_to(self.store.root)} is {what}"
-                else:
-                    try:
-                        case = load_case(path)
-                    except IRError as exc:
-                        problem = str(exc)[:300]
-                    else:
-                        if rec["signature"] != recs[0]["signature"]:
-                            self._damaged(f"bug {bid}", path.parent, f"its representative's case cannot be read "
-                                          f"({problems[-1] if problems else 'no finding record'})",
-                                          f"minimizing another of its findings ({rec['signature']})")
-                        with self.lock:
-                            self.book.bugs[bid].representative = rec["signature"]
-                        return rec, case
-            problems.append(problem)
-        note = (f"not minimized: no finding of it has a readable case ({'; '.join(problems[:3])})" if problems else
-                "not minimized: findings.jsonl holds none of its findings")
-        self._damaged(f"bug {bid}", self.store.root / "findings", note.removeprefix("not minimized: "),
-                      "set aside without minimizing (its raw findings stay recorded)")
-        with self.lock:
-            bug = self.book.bugs[bid]
-            bug.note = note
-            bug.extra["minimize_tried"] = True
-            self.dirty = True
-        self.flush()
-        return None
-
-    def _original_path(self, rec: dict[str, Any]) -> tuple[Path | None, str]:
-        """Where a finding's original case is (findings/<id>/original.json), or None and why not."""
-        root = self.store.root
-        if isinstance(rec.get("id"), str):
-            path = root / "findings" / rec["id"] / ORIGINAL
-        elif isinstance(rec.get("original"), str):
-            path = root / rec["original"]
-            try:
-                path.resolve().relative_to(root.resolve())
-            except (ValueError, OSError, RuntimeError):
-                return None, f"finding {rec['signature'][:80]}: its case path {rec['original'][:80]!r} is outside " \
-                             "the campaign directory"
-        else:
-            return None, f"finding {rec['signature'][:80]} names no case file"
-        if not path.exists() and not path.is_symlink():
-            return None, f"{path.relative_to(root)} is missing"
-        return path, ""
-
-    def _minimized_key(self, finding: Finding, case: Case, checker: Checker) -> tuple[str, str, list[str], bool]:
-        """(bug key, variant, executors it reproduces on, garbage) of a minimized finding.
-
-        The minimized case runs on every executor of the finding's backend (a TVM pipeline's finding beside the
-        default pipeline, which decides whether it is the pipeline's): the record lists each executor where the
-        same bug shows (issue 20). The finding's executor runs it twice: outputs that differ between two runs of
-        the same input are garbage, not an accuracy ratio."""
-        family = ExecutorName.parse(finding.executor).family
-        names = [n for n in checker.pool.names if ExecutorName.parse(n).family == family and n not in ORACLE_EXECUTORS]
-        result = checker.check(case, names)
-        found = [finding] + [f for f in result.findings if f.executor != finding.executor]
-        keys = case_keys(found, names)
-        key = keys[finding.signature]
-        same = sorted({f.executor for f in found if keys.get(f.signature) == key} | {finding.executor})
-        garbage = False
-        first = result.outcomes.get(finding.executor, [])
-        if first and first[0].ok and finding.error_class in ("bound", "nonfinite"):
-            again = checker.pool.run(finding.executor, case.graph, [input_values(case, 0)], case_options(case))
-            garbage = bool(again and again[0].ok and any(
-                not np.array_equal(a, b, equal_nan=True) for a, b in zip(first[0].outputs or [], again[0].outputs or [])))
-        return key, key.rsplit("|", 1)[-1], same, garbage
-
-    def _confirm(self, repro: Path | None, case: Case, finding: Finding, pool: ExecutorPool) -> tuple[bool, str]:
-        """Confirm a minimized bug in a fresh process: its repro.py exits 1, else a re-check on fresh workers."""
-        if repro is not None and self.cfg.verify_repros:
-            status, tail = run_script(repro)
-            if status == 1:
-                return True, f"repro.py reproduces it in a fresh process: {tail}"
-            why = f"repro.py exits {status} ({tail})"
-        else:
-            why = "repro.py was not run"
-        target = Target.of(finding, case.graph)
-        try:
-            again = recheck(case, target, pool)
-        except Exception as exc:  # noqa: BLE001
-            return False, f"{why}; the fresh re-check failed: {type(exc).__name__}: {exc}"
-        if again is not None:
-            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})"
-        return False, f"{why}; a re-check on fresh workers does not reproduce it"
-
-    def _minimizer_lane(self, fuzzing_done: threading.Event) -> None:
-        """Minimize new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""
-        with ExecutorPool(self.cfg.executors, timeout=self.cfg.timeout_s, max_calls=self.cfg.max_calls_per_worker,
-                          log_dir=self.store.root / "logs", extra_env=self.lanes.minimizer_env()) as pool:
-            checker = Checker(pool)
-            while True:
-                if self.stop.is_set() or (self.cfg.time_s is not None
-                                          and time.monotonic() - self.t_start >= self.cfg.time_s):
-                    return
-                try:
-                    _, _, bid = self.to_minimize.get(timeout=0.5)
-                except queue.Empty:
-                    if fuzzing_done.is_set():
-                        return
-                    continue
-                try:
-                    self._minimize_bug(bid, checker, pool)
-                except Exception as exc:  # noqa: BLE001 - one bug's trouble must not end the campaign
-                    self._set_aside(bid, exc)
-
-    def _set_aside(self, bid: str, exc: Exception) -> None:
-        """A bug whose minimization failed unexpectedly: kept unminimized (not queued again), its traceback in
-        internal-errors.jsonl."""
-        import traceback
-
-        error = f"{type(exc).__name__}: {exc}"
-        self.store.append_record(INTERNAL_ERRORS, {"item": f"minimize bug {bid}", "error": error, "t": round(self.elapsed(), 3),
-                                                   "traceback": "".join(traceback.format_exception(exc))[-4000:]})
-        with self.lock:
-            self.internal_errors += 1
-            bug = self.book.bugs.get(bid)
-            if bug is not None:
-                bug.note = f"not minimized: minimizing failed ({error[:200]})"
-                bug.extra["minimize_tried"] = True
-            self.dirty = True
-        self.progress.warn(f"minimizing bug {bid} failed ({error[:200]}); it stays unminimized, kept in {INTERNAL_ERRORS}")
-        self.flush()
 
     # ------------------------------------------------------------ main loop
 
@@ -989,11 +772,11 @@ class Campaign:
         if self.cfg.minimize:
             for bug in self.book.live():  # resumed campaign: finish what an earlier run did not minimize
                 if not bug.minimized and not bug.extra.get("minimize_tried"):
-                    self._queue(bug)
+                    self.minimizer.put(bug)
 
             def minimizer() -> None:
                 try:
-                    self._minimizer_lane(fuzzing_done)
+                    self.minimizer.run(fuzzing_done)
                 except BaseException as exc:  # noqa: BLE001
                     errors.append(exc)
                     self.stop.set()

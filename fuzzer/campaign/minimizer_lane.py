@@ -1,0 +1,257 @@
+"""The minimizer lane of a campaign: new bugs queued by kind, each minimized, keyed again, written and confirmed.
+
+It owns its queue; the bug book, the finding book and the store are the campaign's (fuzzer.campaign.runner), which
+it reaches through its host. Lock order: the host's lock guards the books; the lane takes it only around reading or
+updating them, never while it minimizes, writes files or runs a script, and holds no lock of its own.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from oracles.bugs import case_keys
+from oracles.findings import Finding
+from oracles.vocabulary import ExecutorName
+
+from ..artifacts import REPRO_FULL, run_script, write_finding
+from ..check import Checker
+from ..executors import ORACLE_EXECUTORS
+from ..ir import Case, IRError, case_options, input_values, load_case
+from ..isolation import ExecutorPool
+from ..minimize import Target, minimize, recheck
+from ..outfiles import not_regular
+from .bug_book import KIND_ORDER, Bug
+
+if TYPE_CHECKING:
+    from .runner import Campaign
+
+INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
+ORIGINAL = "original.json"  # findings/<id>/original.json: a finding's case as generated
+
+
+class MinimizerLane:
+    """Minimizes a campaign's new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""
+
+    def __init__(self, host: "Campaign") -> None:
+        self.c = host
+        self.queue: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()  # (kind, order, bug id)
+        self.queued = 0
+
+    def minimize_s_mean(self) -> float:
+        """Mean seconds a bug's minimization (and confirmation) took in this run; 30 until one is measured."""
+        with self.c.lock:
+            done = [float(b.extra["minimize_s"]) for b in self.c.book.live() if "minimize_s" in b.extra]
+        return sum(done) / len(done) if done else 30.0
+
+    def backlog(self) -> int:
+        """Backend bugs found but not yet minimized (the minimizer lane's queue)."""
+        with self.c.lock:
+            return sum(1 for b in self.c.book.live() if b.kind == "backend-bug" and not b.extra.get("minimize_tried"))
+
+    def put(self, bug: Bug) -> None:
+        """Queue a bug for minimization: backend bugs first, then hazards, then coverage gaps; in discovery order."""
+        if self.c.cfg.minimize:
+            self.queued += 1
+            self.queue.put((KIND_ORDER.get(bug.kind, 3), self.queued, bug.bug))
+
+    def minimize_bug(self, bid: str, checker: Checker, pool: ExecutorPool) -> None:
+        """Minimize a bug's representative finding, key it again, write its repro and confirm it in a fresh process."""
+        with self.c.lock:
+            bug = self.c.book.bugs[bid]
+            if bug.merged_into or bug.minimized:
+                return
+            recs = [dict(self.c.findings[s]) for s in self.c.book.representatives(bug, self.c.findings.records)]
+        budget = self.c.cfg.minimize_budget_s
+        if self.c.cfg.time_s is not None:
+            budget = min(budget, self.c.cfg.time_s - (time.monotonic() - self.c.t_start))
+        if budget < 5.0:
+            return
+        t0 = time.monotonic()
+        found = self._original(bid, recs)
+        if found is None:
+            return
+        rec, original = found
+        finding: Finding | None = None
+        try:
+            hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
+            result = minimize(original, hint, checker, budget_s=budget, fresh_recheck=False)
+            finding, case, note = result.finding, result.case, result.note
+        except Exception as exc:  # noqa: BLE001 - the raw finding is saved; minimizing is a bonus
+            case, note = original, f"minimizing failed: {type(exc).__name__}: {exc}"
+        update: dict[str, Any] = {"note": note}
+        key = None
+        if finding is None:
+            update.update(minimized=False, confirmed=False, note=note or "the minimizer did not reproduce it")
+        else:
+            key, variant, same, garbage = self._minimized_key(finding, case, checker)
+            worst = result.worst if result.worst is not None and result.worst.error_class == "nonfinite" else None
+            finding = replace(finding, details={**finding.details, "garbage": garbage,
+                                                **({"worst_nonfinite": result.worst_elements} if worst else {})})
+            folder = self.c.store.root / "bugs" / bid
+            executors = list(dict.fromkeys([*bug.executors, *same]))
+            art = write_finding(folder, case, finding, self.c.describe(finding.executor, pool),
+                                f"{self.c.cfg.command or 'precfuzz run'}  # bug {bid}", variant=variant,
+                                executors=executors)
+            update["executors"] = executors
+            update["reproduces_on"] = same
+            confirmed, how = self._confirm(art.repro, case, finding, pool)
+            rel = lambda p: str(Path(p).relative_to(self.c.store.root)) if p else None  # noqa: E731
+            update.update(minimized=True, confirmed=confirmed, note=how, title=art.title, repro=rel(art.repro),
+                          repro_full=rel(art.repro_full), report=rel(art.report), case=rel(art.case),
+                          nodes=len(case.graph.nodes), repro_lines=art.repro_lines, ops=finding.ops,
+                          minimized_signature=finding.signature)
+            if art.errors:
+                update["save_error"] = "; ".join(art.errors)
+        update["minimize_s"] = round(time.monotonic() - t0, 2)  # minimizing, writing and confirming
+        with self.c.lock:
+            bug = self.c.book.bugs[bid]
+            for k, v in update.items():
+                if k in Bug.__dataclass_fields__:
+                    setattr(bug, k, v)
+                else:
+                    bug.extra[k] = v
+            bug.extra["minimize_tried"] = True
+            if key is not None:
+                self.c.book.rekey(bug, key)
+            self.c.dirty = True
+        self.c.flush()
+
+    def _original(self, bid: str, recs: list[dict[str, Any]]) -> tuple[dict[str, Any], Case] | None:
+        """The first of a bug's findings (`recs`, its representative first) whose original case loads, with that
+        case; each one that does not is said (damaged-files.jsonl). None when none does: the bug is set aside, not
+        minimized, and the campaign goes on."""
+        problems = []
+        for rec in recs:
+            path, problem = self._original_path(rec)
+            if path is not None:
+                what = not_regular(path)
+                if what is not None:  # a FIFO would block the read, a device never end it
+                    problem = f"{path.relative_to(self.c.store.root)} is {what}"
+                else:
+                    try:
+                        case = load_case(path)
+                    except IRError as exc:
+                        problem = str(exc)[:300]
+                    else:
+                        if rec["signature"] != recs[0]["signature"]:
+                            self.c.damaged(f"bug {bid}", path.parent, f"its representative's case cannot be read "
+                                          f"({problems[-1] if problems else 'no finding record'})",
+                                          f"minimizing another of its findings ({rec['signature']})")
+                        with self.c.lock:
+                            self.c.book.bugs[bid].representative = rec["signature"]
+                        return rec, case
+            problems.append(problem)
+        note = (f"not minimized: no finding of it has a readable case ({'; '.join(problems[:3])})" if problems else
+                "not minimized: findings.jsonl holds none of its findings")
+        self.c.damaged(f"bug {bid}", self.c.store.root / "findings", note.removeprefix("not minimized: "),
+                      "set aside without minimizing (its raw findings stay recorded)")
+        with self.c.lock:
+            bug = self.c.book.bugs[bid]
+            bug.note = note
+            bug.extra["minimize_tried"] = True
+            self.c.dirty = True
+        self.c.flush()
+        return None
+
+    def _original_path(self, rec: dict[str, Any]) -> tuple[Path | None, str]:
+        """Where a finding's original case is (findings/<id>/original.json), or None and why not."""
+        root = self.c.store.root
+        if isinstance(rec.get("id"), str):
+            path = root / "findings" / rec["id"] / ORIGINAL
+        elif isinstance(rec.get("original"), str):
+            path = root / rec["original"]
+            try:
+                path.resolve().relative_to(root.resolve())
+            except (ValueError, OSError, RuntimeError):
+                return None, f"finding {rec['signature'][:80]}: its case path {rec['original'][:80]!r} is outside " \
+                             "the campaign directory"
+        else:
+            return None, f"finding {rec['signature'][:80]} names no case file"
+        if not path.exists() and not path.is_symlink():
+            return None, f"{path.relative_to(root)} is missing"
+        return path, ""
+
+    def _minimized_key(self, finding: Finding, case: Case, checker: Checker) -> tuple[str, str, list[str], bool]:
+        """(bug key, variant, executors it reproduces on, garbage) of a minimized finding.
+
+        The minimized case runs on every executor of the finding's backend (a TVM pipeline's finding beside the
+        default pipeline, which decides whether it is the pipeline's): the record lists each executor where the
+        same bug shows (issue 20). The finding's executor runs it twice: outputs that differ between two runs of
+        the same input are garbage, not an accuracy ratio."""
+        family = ExecutorName.parse(finding.executor).family
+        names = [n for n in checker.pool.names if ExecutorName.parse(n).family == family and n not in ORACLE_EXECUTORS]
+        result = checker.check(case, names)
+        found = [finding] + [f for f in result.findings if f.executor != finding.executor]
+        keys = case_keys(found, names)
+        key = keys[finding.signature]
+        same = sorted({f.executor for f in found if keys.get(f.signature) == key} | {finding.executor})
+        garbage = False
+        first = result.outcomes.get(finding.executor, [])
+        if first and first[0].ok and finding.error_class in ("bound", "nonfinite"):
+            again = checker.pool.run(finding.executor, case.graph, [input_values(case, 0)], case_options(case))
+            garbage = bool(again and again[0].ok and any(
+                not np.array_equal(a, b, equal_nan=True) for a, b in zip(first[0].outputs or [], again[0].outputs or [])))
+        return key, key.rsplit("|", 1)[-1], same, garbage
+
+    def _confirm(self, repro: Path | None, case: Case, finding: Finding, pool: ExecutorPool) -> tuple[bool, str]:
+        """Confirm a minimized bug in a fresh process: its repro.py exits 1, else a re-check on fresh workers."""
+        if repro is not None and self.c.cfg.verify_repros:
+            status, tail = run_script(repro)
+            if status == 1:
+                return True, f"repro.py reproduces it in a fresh process: {tail}"
+            why = f"repro.py exits {status} ({tail})"
+        else:
+            why = "repro.py was not run"
+        target = Target.of(finding, case.graph)
+        try:
+            again = recheck(case, target, pool)
+        except Exception as exc:  # noqa: BLE001
+            return False, f"{why}; the fresh re-check failed: {type(exc).__name__}: {exc}"
+        if again is not None:
+            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})"
+        return False, f"{why}; a re-check on fresh workers does not reproduce it"
+
+    def run(self, fuzzing_done: threading.Event) -> None:
+        """Minimize new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""
+        with ExecutorPool(self.c.cfg.executors, timeout=self.c.cfg.timeout_s, max_calls=self.c.cfg.max_calls_per_worker,
+                          log_dir=self.c.store.root / "logs", extra_env=self.c.lanes.minimizer_env()) as pool:
+            checker = Checker(pool)
+            while True:
+                if self.c.stop.is_set() or (self.c.cfg.time_s is not None
+                                          and time.monotonic() - self.c.t_start >= self.c.cfg.time_s):
+                    return
+                try:
+                    _, _, bid = self.queue.get(timeout=0.5)
+                except queue.Empty:
+                    if fuzzing_done.is_set():
+                        return
+                    continue
+                try:
+                    self.minimize_bug(bid, checker, pool)
+                except Exception as exc:  # noqa: BLE001 - one bug's trouble must not end the campaign
+                    self.set_aside(bid, exc)
+
+    def set_aside(self, bid: str, exc: Exception) -> None:
+        """A bug whose minimization failed unexpectedly: kept unminimized (not queued again), its traceback in
+        internal-errors.jsonl."""
+        import traceback
+
+        error = f"{type(exc).__name__}: {exc}"
+        self.c.store.append_record(INTERNAL_ERRORS, {"item": f"minimize bug {bid}", "error": error, "t": round(self.c.elapsed(), 3),
+                                                   "traceback": "".join(traceback.format_exception(exc))[-4000:]})
+        with self.c.lock:
+            self.c.internal_errors += 1
+            bug = self.c.book.bugs.get(bid)
+            if bug is not None:
+                bug.note = f"not minimized: minimizing failed ({error[:200]})"
+                bug.extra["minimize_tried"] = True
+            self.c.dirty = True
+        self.c.progress.warn(f"minimizing bug {bid} failed ({error[:200]}); it stays unminimized, kept in {INTERNAL_ERRORS}")
+        self.c.flush()
