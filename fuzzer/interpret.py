@@ -104,12 +104,16 @@ def round_to_float32_arithmetic(values: np.ndarray, dtype: str) -> np.ndarray:
     return out if dtype == "float64" or is_exact(dtype) else out.astype(np.float32)
 
 
-def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24):
-    """A rounding hook that also perturbs each value by a random relative `relative` (4 units of float32).
+def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24, absolute=2.0**-149):
+    """A rounding hook that also perturbs each value by a random relative `relative` (4 units of float32), and each
+    non-zero value by `absolute` (a unit of float32's subnormal spacing, the standard model's underflow term; at most
+    half the value, so no sign flips).
 
     A backward-stable float32 algorithm returns the exact result of inputs perturbed this much, so
     evaluating exactly on perturbed operands gives an ideal implementation that feels the problem's
-    conditioning (a constant row under layer_norm, cancellation) the way real fp32 kernels do.
+    conditioning (a constant row under layer_norm, cancellation) the way real fp32 kernels do. Among subnormal
+    values the spacing is absolute: a mean of 1e-40s is off by up to a unit of 2**-149, which layer_norm's
+    rstd of 1/sqrt(eps) multiplies (triage14 b62fbe4b9c: 0.87 units of the mean, 276 ULP of the output).
     """
     rng = np.random.default_rng(seed)
 
@@ -117,7 +121,9 @@ def backward_perturbation(round_to, seed=0, relative=4 * 2.0**-24):
         out = round_to(values, dtype)
         if dtype in ("int32", "int64", "bool"):  # pasted into repro scripts: no helper imported here
             return out
-        return out * (1.0 + relative * rng.uniform(-1.0, 1.0, size=np.shape(out)))
+        shape = np.shape(out)
+        tiny = np.minimum(absolute, 0.5 * np.abs(out))  # zero stays zero
+        return out * (1.0 + relative * rng.uniform(-1.0, 1.0, size=shape)) + tiny * rng.uniform(-1.0, 1.0, size=shape)
 
     return rnd
 
@@ -202,14 +208,35 @@ def outputs(graph: Graph, env: Values) -> list[np.ndarray]:
     return [env[name] for name in graph.outputs]
 
 
-def overflowed(graph: Graph, values: Values, exact: Values | None = None) -> set[str]:
-    """Values that are non-finite or computed from a non-finite value anywhere upstream.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def order_overflows(graph: Graph, values: Values) -> set[str]:
+    """Contractions (conv, linear, matmul) whose terms summed in absolute value pass float32's range: some order of
+    an fp32 sum overflows there, so no fp32 kernel owes a finite answer (triage14 b7246b2b36: oneDNN's bf16 conv1d
+    adds kernel positions first, 5 x -7.5e37 on 3e38 data is -inf, where channel order stays finite)."""
+    out: set[str] = set()
+    for node in graph.nodes:
+        spec = OPS[node.op]
+        if "contraction" not in spec.tags:
+            continue
+        args = [None if o is None else np.abs(np.asarray(values[o] if isinstance(o, str) else o, dtype=np.float64))
+                for o in node.inputs]
+        with np.errstate(all="ignore"):
+            total = np.asarray(spec.reference(*args, **op_attrs(node)), dtype=np.float64)
+        if np.any(~(total <= FLOAT32_MAX)):
+            out.add(node.id)
+    return out
+
+
+def overflowed(graph: Graph, values: Values, exact: Values | None = None, also: set[str] = frozenset()) -> set[str]:
+    """Values that are non-finite (or in `also`), or computed from such a value anywhere upstream.
 
     With `exact` (the exact answer), only values non-finite where the exact answer is finite count: an fp8 cast's
     NaN / inf is PyTorch's cast semantics, part of the exact answer, compared element by element.
     """
-    bad = {k for k, v in values.items()
-           if not np.all(np.isfinite(v) if exact is None else np.isfinite(v) | ~np.isfinite(exact[k]))}
+    bad = set(also) | {k for k, v in values.items()
+                       if not np.all(np.isfinite(v) if exact is None else np.isfinite(v) | ~np.isfinite(exact[k]))}
     for node in graph.nodes:
         if any(isinstance(o, str) and o in bad for o in node.inputs):
             bad.add(node.id)
@@ -220,7 +247,8 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
     """Per value, the three ideal implementations of the declared dtypes (see evaluate), rounded per op.
 
     Where the float32-arithmetic ideal overflows (or meets inf - inf) anywhere, even inside an op (data near
-    float32's range), fp32 kernels are outside their range too: the ideals become NaN, so the bound does not
+    float32's range), or some summation order of a contraction would (order_overflows), fp32 kernels are outside
+    their range too: the ideals become NaN, so the bound does not
     judge those values (their non-finite results included). In a graph with casts to fp8, a NaN or inf the exact
     answer has too (PyTorch's fp8 cast past the range, and what it flows into) is not such a value. `notes`
     collects "underflow" when the float32 run went subnormal somewhere.
@@ -234,7 +262,11 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
     trouble = {"overflow", "invalid"} & set(events)
     fp8_casts = any(is_cast(n.op) and n.attrs.get("dtype") in FP8 for n in graph.nodes)
     exact = evaluate(graph, inputs, rounded=False) if fp8_casts and not trouble else None
-    out_of_range = overflowed(graph, runs[ARITHMETICS.index("float32")], exact) if not trouble else set(runs[0])
+    if not trouble:
+        wide = order_overflows(graph, runs[0])
+        out_of_range = overflowed(graph, runs[ARITHMETICS.index("float32")], exact, wide)
+    else:
+        out_of_range = set(runs[0])
     if len(runs) == len(ARITHMETICS):
         one_pass = ARITHMETICS.index("float32-one-pass")
         for k in runs[0]:  # a one-pass variance that destroys the value is no ideal: PyTorch's two passes stand

@@ -68,8 +68,15 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     narrow = v.narrow or (v.device if device_narrower(v.device, declared) else None)
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
-    if node in s.typed().chain_breaks() and node not in s.bridged:
-        details["chain_break"] = True  # the backend ran mixed operand dtypes PyTorch rejects: the downcast cause
+    brk = s.typed().chain_breaks().get(node) if node not in s.bridged else None
+    if brk is not None:  # the backend ran mixed operand dtypes PyTorch rejects: no PyTorch semantics to judge the
+        # numbers by (triage14 bf46a13882: measured against a float32 promotion PyTorch never defines); the fact is
+        # the missing dtype check, what the backend computed in is its evidence
+        computed = narrow or v.device or declared
+        return Finding("silent-downcast", s.name, [ops[0]], [brk.activation_dtype, brk.param_dtype, computed],
+                       "downcast", semantics.downcast_message(s.name, node, ops[0], brk, computed),
+                       against=semantics.EAGER, input_set=finding.input_set, node=node,
+                       details={**details, "chain_break": True})
     if v.shape is not None:
         return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class="shape",
                        message=f"{node} ({ops[0]}, {dtypes[0]}) returns shape {list(v.shape)} where PyTorch's is "
@@ -222,11 +229,8 @@ def downcast(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
         if node_id in s.bridged or got is None or not semantics.narrower(got, want):
             continue
         op = s.graph.node(node_id).op
-        lost = brk.activation_dtype if semantics.narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
         return replace(finding, ops=[op], dtypes=[brk.activation_dtype, brk.param_dtype, got], node=node_id,
-                       message=f"{s.name} runs {node_id} ({op}) on a {brk.activation_dtype} activation with "
-                               f"{brk.param_dtype} parameters, where PyTorch raises, and returns {got} instead of "
-                               f"the promoted {want}: the {lost} operand was silently downcast",
+                       message=semantics.downcast_message(s.name, node_id, op, brk, got),
                        details={**finding.details, "localized": True})
     return finding
 

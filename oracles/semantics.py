@@ -19,7 +19,7 @@ executor's numbers are still judged by the error bound). Pure functions over out
 from __future__ import annotations
 
 import re
-from typing import Mapping
+from typing import Any, Mapping
 
 from fuzzer.analysis import break_trace
 from fuzzer.dtypes import FLOAT_FORMATS, is_float
@@ -88,6 +88,16 @@ def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> F
                    details={"mismatches": [list(b) for b in bad]})
 
 
+def downcast_message(executor: str, node: str, op: str, brk: Any, got: str, value: str | None = None) -> str:
+    """What a silent downcast is: the backend runs operand dtypes PyTorch rejects, and what it computes in (no
+    promotion claimed: PyTorch defines none for them)."""
+    lost = brk.activation_dtype if narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
+    where = f" for {value}" if value and value != node else ""
+    return (f"{executor} runs {node} ({op}) on a {brk.activation_dtype} activation with {brk.param_dtype} parameters, "
+            f"where PyTorch raises (it checks that they share a dtype), and returns {got}{where} without a word"
+            + (f": the {lost} operand was converted to {got}" if lost != got else ""))
+
+
 def _downcast(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding | None:
     """Eager raised at a chain break that the executor ran: a narrower dtype than the promotion is a downcast."""
     numeric = s.typed("numeric")
@@ -99,10 +109,7 @@ def _downcast(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding | None:
         if narrower(got, want):
             node_id, brk = sorted(breaks.items())[0]
             op = graph.node(node_id).op
-            lost = brk.activation_dtype if narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
-            msg = (f"{s.name} runs {node_id} ({op}) on a {brk.activation_dtype} activation with {brk.param_dtype} "
-                   f"parameters, where PyTorch raises, and returns {got} for {value} instead of the promoted "
-                   f"{want}: the {lost} operand was silently downcast")
+            msg = downcast_message(s.name, node_id, op, brk, got, value)
             return Finding("silent-downcast", s.name, [op], [brk.activation_dtype, brk.param_dtype, got],
                            "downcast", msg, against=EAGER, input_set=k, output=value, node=node_id)
     return None

@@ -625,13 +625,17 @@ def test_regression_a_culprit_pass_that_is_a_pipeline_is_that_pipelines_record()
     from oracles.bugs import bug_key
     from oracles.findings import Finding
 
-    def found(executor: str, **details) -> Finding:
-        return Finding("error-bound", executor, ["batch_norm"], ["float16->float16"], "bound", "m", details=details)
+    def found(executor: str, dtype: str = "float32", **details) -> Finding:
+        return Finding("error-bound", executor, ["batch_norm"], [f"{dtype}->{dtype}"], "bound", "m", details=details)
 
     pipeline = bug_key(found("tvm/decompose"), pipeline_specific=True)
     assert pipeline.endswith("|decompose")
     assert bug_key(found("tvm/passes", culprit_pass="DecomposeOpsForTraining"), pipeline_specific=True) == pipeline
     assert bug_key(found("tvm/passes", culprit_pass="FuseOps"), pipeline_specific=True).endswith("|pass:FuseOps")
+    # in float16 the pass's R.mean/R.variance sum in float16: TVM's 16-bit sums, whichever executor shows it
+    half = {bug_key(found("tvm/decompose", "float16"), pipeline_specific=True),
+            bug_key(found("tvm/passes", "float16", culprit_pass="DecomposeOpsForTraining"), pipeline_specific=True)}
+    assert half == {"backend-bug|tvm|16-bit-sum|accuracy|float16/bfloat16|*"}
 
 
 def test_regression_16_bit_accumulation_in_sums_means_variances_and_pools_is_one_record_per_backend() -> None:
@@ -829,3 +833,34 @@ def test_regression_pytorch_under_test_is_never_excused_by_the_semantic_oracles_
     keys = {"torch/autocast": "p", "tvm/default": "p"}
     kept = as_inaccurate_as_eager([mine, tvm], keys, "torch/eager", [], {"p": [eager]})
     assert kept == [mine]
+
+
+def test_regression_subnormal_layer_norm_input_within_what_a_backward_stable_fp32_kernel_loses() -> None:
+    """triage14 b62fbe4b9c: float32 layer_norm of N(0, 1e-40) rows (subnormal) was "2.16x less accurate" in PyTorch:
+    its mean is off by 0.87 units of 2**-149, which rstd = 1/sqrt(eps) = 316 makes 276 ULP of the output. Among
+    subnormals the spacing is absolute: the perturbed ideal now feels it (a unit of 2**-149 per non-zero value)."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "torch-layer-norm-subnormal-b62fbe4b9c.json")
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case)
+    assert not result.findings, [f.message for f in result.findings]
+
+
+def test_regression_a_contraction_some_fp32_order_overflows_is_not_judged_finite() -> None:
+    """triage14 b7246b2b36: bfloat16 conv1d of 3e38 data (5 channels, weights +-0.25) is -inf in PyTorch: oneDNN adds
+    kernel positions first and passes float32's range; the channel-first float32 ideal stayed finite. Where the
+    terms' absolute sum passes float32's range, some order overflows: no fp32 kernel owes a finite answer there."""
+
+    from fuzzer.interpret import order_overflows
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "torch-conv1d-order-overflow-b7246b2b36.json")
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case)
+    assert not result.findings, [f.message for f in result.findings]
+    g = Graph((Input("x", (1, 4), "float32"), Input("w", (2, 4), "float32")), (Node("y", "linear", ("x", "w")),), ("y",))
+    big = {"x": np.full((1, 4), 3e38), "w": np.array([[0.5, -0.5, 0.5, -0.5], [1e-3] * 4])}
+    assert order_overflows(g, {**big, "y": big["x"] @ big["w"].T}) == {"y"}  # exact answer 0 and 1.2e36: finite
+    small = {"x": np.full((1, 4), 3e37), "w": big["w"]}
+    assert order_overflows(g, {**small, "y": small["x"] @ small["w"].T}) == set()
