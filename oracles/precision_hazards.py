@@ -18,12 +18,14 @@ import numpy as np
 from fuzzer.dtypes import LOW_PRECISION
 from fuzzer.interpret import evaluate
 from fuzzer.ir import Graph, infer
+from fuzzer.ops import OPS
 
 from .findings import Finding
 
 Values = dict[str, np.ndarray]
 PRECISION_LOSS = 2.0**-4  # an output whose relative RMS error passes this has lost more than 4 of bfloat16's 8 bits
 FIX_GAIN = 2.0  # the named value must at least halve the loss when kept in float32 (else no single value is at fault)
+MOVES = ("layout", "index")  # op families that move values without rounding them again
 MAX_CANDIDATES = 48  # values tried, the latest first (the loss is usually made just before the outputs)
 
 
@@ -37,6 +39,7 @@ class PrecisionLoss:
     culprit_is_input: bool
     dtype: str  # the culprit's 16-bit dtype
     with_fix: float  # the loss with the culprit alone kept in float32
+    start: str = ""  # where the culprit's rounding was made: past layout ops (a cat moves rounded values)
 
 
 def relative_rms(value: np.ndarray, exact: np.ndarray) -> float:
@@ -109,7 +112,21 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
     if best is None or not best[0] * FIX_GAIN <= loss:
         return None
     fixed, culprit = best
-    return PrecisionLoss(loss, output, culprit, culprit in inputs, typed.values[culprit].dtype, fixed)
+    return PrecisionLoss(loss, output, culprit, culprit in inputs, typed.values[culprit].dtype, fixed,
+                         rounded_at(policy, culprit, low))
+
+
+def rounded_at(graph: Graph, value: str, low: set[str]) -> str:
+    """Where `value`'s 16-bit rounding was made: past layout and index ops (cat, reshape, slice, gather), which move
+    values already rounded; their first 16-bit operand's maker (triage14 3aba8c8efd: a RoPE hazard named the `emb`
+    cat of the float16 `angles` product, which is where positions near 4057 lose their fraction)."""
+    producers = {n.id: n for n in graph.nodes}
+    while value in producers and getattr(OPS.get(producers[value].op), "family", "") in MOVES:
+        moved = next((o for o in producers[value].inputs if isinstance(o, str) and o in low), None)
+        if moved is None:
+            break
+        value = moved
+    return value
 
 
 def consumer_op(graph: Graph, value: str) -> str:
@@ -125,14 +142,23 @@ def consumer_op(graph: Graph, value: str) -> str:
 def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input_set: int) -> Finding:
     """The model-hazard finding of a precision loss (error class `precision`)."""
     op = consumer_op(graph, lost.culprit)
+    start = lost.start or lost.culprit
+    start_op = consumer_op(graph, start)
+    inputs = {i.name for i in graph.inputs}
     what = f"input `{lost.culprit}`" if lost.culprit_is_input else f"`{lost.culprit}` ({op})"
     fix = (f"pass `{lost.culprit}` as float32" if lost.culprit_is_input
            else f"compute `{lost.culprit}` ({op}) and the {lost.dtype} values it is made from in float32, and cast to "
                 f"{lost.dtype} after it")
+    if start == lost.culprit:
+        where = f"the {lost.dtype} rounding of {what} costs most ({lost.with_fix:.3g} with it in float32)"
+    else:
+        first = f"input `{start}`" if start in inputs else f"`{start}` ({start_op})"
+        where = (f"the {lost.dtype} rounding of {first}, which {what} carries, costs most ({lost.with_fix:.3g} with "
+                 f"`{lost.culprit}` in float32)")
     message = (f"under {policy}, output {lost.output} loses {lost.loss:.3g} of its value (relative RMS error against the "
-               f"float32 model) with every op within its bound: the {lost.dtype} rounding of {what} costs most "
-               f"({lost.with_fix:.3g} with it in float32); fix: {fix}")
-    return Finding("model-hazard", executor, [op], [lost.dtype], "precision", message, kind="model-hazard",
-                   ratio=lost.loss / PRECISION_LOSS, input_set=input_set, output=lost.output, node=lost.culprit,
+               f"float32 model) with every op within its bound: {where}; fix: {fix}")
+    return Finding("model-hazard", executor, [start_op], [lost.dtype], "precision", message, kind="model-hazard",
+                   ratio=lost.loss / PRECISION_LOSS, input_set=input_set, output=lost.output, node=start,
                    details={"policy": policy, "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
+                            "start": start,
                             "culprit_is_input": lost.culprit_is_input, "fix": fix})

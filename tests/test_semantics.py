@@ -864,3 +864,16 @@ def test_regression_a_contraction_some_fp32_order_overflows_is_not_judged_finite
     assert order_overflows(g, {**big, "y": big["x"] @ big["w"].T}) == {"y"}  # exact answer 0 and 1.2e36: finite
     small = {"x": np.full((1, 4), 3e37), "w": big["w"]}
     assert order_overflows(g, {**small, "y": small["x"] @ small["w"].T}) == set()
+
+
+def test_regression_a_precision_hazard_is_named_where_the_rounding_is_made_not_at_a_cat_carrying_it() -> None:
+    """triage14 3aba8c8efd: a float16 RoPE table (positions near 4057) lost 0.21 of q_rot; the hazard named `emb`, a
+    cat of `angles` with itself, which rounds nothing. Layout ops move rounded values: the hazard names `angles`."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "rope-positions-float16-3aba8c8efd.json")
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case)
+    (f,) = [f for f in result.findings if f.error_class == "precision"]
+    assert (f.kind, f.node, f.ops) == ("model-hazard", "angles", ["mul"]), f.message
+    assert "compute `emb` (cat)" in f.details["fix"]
