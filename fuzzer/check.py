@@ -30,6 +30,7 @@ from .interpret import evaluate, ideal_values
 from .ir import (
     Case,
     Graph,
+    IRError,
     canonical,
     case_options,
     graph_to_json,
@@ -153,6 +154,8 @@ class Checker:
         case = pin_passes(case, any("tvm_passes" in self.pool.executors[n].case_options for n in names))
         ctx = CheckContext(case_options(case), within.spent if within is not None else {})
         graph = case.graph
+        refused = self._refused_policies(graph, names, ctx)
+        names = [n for n in names if n not in refused]
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
         outcomes: dict[str, list[Outcome]] = {}  # filled by the backend threads, read after they are joined
         seconds: dict[str, float] = {}
@@ -204,7 +207,7 @@ class Checker:
         eager = self._eager(graph, subjects, keys, sets, outcomes, ctx)
         findings: list[Finding] = []
         judgements: dict[str, list[OutputJudgement]] = {}
-        notes: list[str] = []
+        notes: list[str] = [f"{n}: not run: its policy makes a program the IR rejects ({why})" for n, why in refused.items()]
         for s in subjects:
             if not s.judge_numbers:
                 continue
@@ -240,6 +243,21 @@ class Checker:
         oracle_s = time.perf_counter() - t2
         spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, spent)
+
+    def _refused_policies(self, graph: Graph, names: list[str], ctx: CheckContext) -> dict[str, str]:
+        """Executors whose policy turns the case into a program the IR rejects, and why (triage16: model.to(bfloat16)
+        makes scaled_mm's float32 scales bfloat16, which torch._scaled_mm refuses): not run, said in the notes, where
+        building their programs raised and lost the whole case."""
+        out = {}
+        for name in names:
+            ex = self.pool.executors[name].bind(ctx.options)
+            try:
+                infer(ex.policy_graph(graph))
+                if ex.judge_numbers:
+                    infer(ex.numeric_graph(graph))
+            except IRError as exc:
+                out[name] = str(exc)
+        return out
 
     def _eager_bounds(self, subjects: list[Subject], keys: dict[str, str], eager: dict[str, list[Outcome]],
                       sets: list[Values], ctx: CheckContext, findings: list[Finding]) -> dict[str, list[Finding]]:

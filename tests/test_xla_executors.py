@@ -341,3 +341,15 @@ def test_regression_numbers_of_a_node_pytorch_rejects_are_a_silent_downcast_not_
     bugs = [f for f in result.findings if f.kind == "backend-bug" and f.executor == "xla/bf16-model"]
     assert bugs and all(f.oracle == "silent-downcast" and f.ratio is None for f in bugs), [f.message for f in bugs]
     assert all("where PyTorch raises" in f.message and "promoted" not in f.message for f in bugs)
+
+
+def test_regression_a_policy_that_makes_a_program_the_ir_rejects_is_said_not_a_lost_case(pool: ExecutorPool) -> None:
+    """triage16 (seed 99, case 19): model.to(bfloat16) turns the float32 scales of an fp8 scaled_mm, computed from the
+    weight's amax, into bfloat16, which torch._scaled_mm refuses; building xla/bf16-model's program raised in the
+    checker and the whole case was an internal error. That executor is now not run on it, and the notes say why."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "fp8-scaled-mm-bf16-model-scales.json")
+    result = Checker(pool).check(case, ["xla/bf16-model", "xla/native"])
+    assert "xla/bf16-model" not in result.outcomes and "xla/native" in result.outcomes
+    assert any(n.startswith("xla/bf16-model: not run") and "scale_b" in n for n in result.notes), result.notes
