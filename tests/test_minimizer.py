@@ -579,3 +579,25 @@ def test_regression_a_shape_departure_found_through_eager_is_minimized_with_eage
     assert Target.parse("error-bound|xla/native|amax|bfloat16->bfloat16|shape|vs:eager").needs_eager
     assert Target.parse("error-bound|xla/native|amax|bfloat16->bfloat16|shape").needs_eager
     assert not Target.parse("error-bound|xla/native|mul|float16->float16|bound").needs_eager
+
+
+def test_regression_a_reduction_that_slips_to_a_much_smaller_ratio_is_another_bug() -> None:
+    """triage15 baf9062a49: ToMixedPrecision dropping attention's mask and scale was 785x the bound; the minimizer
+    kept reductions while the signature held and ended at an all-True mask and the default scale, 2.56x, float16
+    attention's rounding alone. An out-of-bound finding now keeps at least a tenth of its original ratio (asked at
+    most 10x)."""
+    from fuzzer.minimize.target import Target
+    from oracles.findings import Finding
+
+    sig = "error-bound|tvm/mixed-precision|scaled_dot_product_attention|float16,float16,float16,bool->float16|bound"
+    graph = Graph((Input("q", (1, 1, 2, 4), "float32"),), (Node("attn", "neg", ("q",)),), ("attn",))
+
+    def found(ratio: float) -> Finding:
+        return Finding("error-bound", "tvm/mixed-precision", ["scaled_dot_product_attention"],
+                       ["float16,float16,float16,bool->float16"], "bound", "m", ratio=ratio, node="attn")
+
+    target = Target.parse(sig, graph).refined(found(785.0), graph)
+    assert target.min_ratio == 10.0
+    assert target.matches(found(50.0)) and not target.matches(found(2.56))
+    modest = Target.parse(sig, graph).refined(found(3.0), graph)
+    assert modest.matches(found(1.2))  # a modest bug may shrink to any out-of-bound ratio
