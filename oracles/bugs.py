@@ -262,8 +262,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         return f"[{backend}] {dc} {op} returns garbage (changes between runs){scope}{where}"
     if fam == "accuracy" and finding.details.get("worst_nonfinite") and finding.error_class != "nonfinite":
         size = int(finding.details["worst_nonfinite"])
-        return (f"[{backend}] {dc} {op} returns inf/nan where an fp32-accumulating implementation is finite "
-                f"(inputs of {size} values){scope}{where}")
+        ratio = f"{finding.ratio:.3g}x " if finding.ratio is not None else ""
+        return (f"[{backend}] {dc} {op} is {ratio}less accurate than an fp32-accumulating implementation, and "
+                f"returns inf/nan on some inputs of {size} values{scope}{where}")  # the repro shows the ratio
     if fam == "accuracy" and finding.oracle == "effective-precision":
         return f"[{backend}] {dc} {op} computes in {finding.dtypes[-1]}{scope}{where}"
     if fam == "accuracy" and finding.error_class == "nonfinite":

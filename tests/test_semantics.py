@@ -877,3 +877,15 @@ def test_regression_a_precision_hazard_is_named_where_the_rounding_is_made_not_a
     (f,) = [f for f in result.findings if f.error_class == "precision"]
     assert (f.kind, f.node, f.ops) == ("model-hazard", "angles", ["mul"]), f.message
     assert "compute `emb` (cat)" in f.details["fix"]
+
+
+def test_regression_a_title_says_the_repros_ratio_and_where_inf_nan_was_seen() -> None:
+    """triage15 ba0d982096: "returns inf/nan ... (inputs of 27 values)" over a repro of 18 values whose output is
+    finite (1.7 off, the one-pass variance): the title leads with what the repro shows and says where inf/nan was."""
+    from oracles.bugs import title
+    from oracles.findings import Finding
+
+    f = Finding("error-bound", "tvm/default", ["group_norm"], ["float32->float32"], "bound", "m", ratio=240.0,
+                details={"worst_nonfinite": 27})
+    text = title(f, ["tvm/default"])
+    assert "240x less accurate" in text and "inf/nan on some inputs of 27 values" in text, text
