@@ -89,12 +89,15 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
     brk = s.typed().chain_breaks().get(node) if node not in s.bridged else None
-    if brk is not None:  # the backend ran mixed operand dtypes PyTorch rejects: no PyTorch semantics to judge the
-        # numbers by (triage14 bf46a13882: measured against a float32 promotion PyTorch never defines); the fact is
-        # the missing dtype check, what the backend computed in is its evidence
-        computed = narrow or v.device or declared
+    if brk is not None:
+        details["chain_break"] = True  # the backend ran mixed operand dtypes PyTorch rejects: the downcast cause
+    if brk is not None:  # numbers out of bound where PyTorch raises: DESIGN.md's silent downcast (a correct promotion
+        # would be within bound), said as such, not as an accuracy claim (triage14 bf46a13882: "2.3e3x the allowed
+        # error" read as a float32 result PyTorch defines); the ratio against the promotion is its evidence
+        computed = narrow or declared
         return Finding("silent-downcast", s.name, [ops[0]], [brk.activation_dtype, brk.param_dtype, computed],
-                       "downcast", semantics.downcast_message(s.name, node, ops[0], brk, computed),
+                       "downcast", semantics.downcast_message(s.name, node, ops[0], brk, computed,
+                                                              off=None if narrow else v.stats.ratio),
                        against=semantics.EAGER, input_set=finding.input_set, node=node,
                        details={**details, "chain_break": True})
     if v.shape is not None:

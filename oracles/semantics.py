@@ -88,14 +88,19 @@ def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> F
                    details={"mismatches": [list(b) for b in bad]})
 
 
-def downcast_message(executor: str, node: str, op: str, brk: Any, got: str, value: str | None = None) -> str:
-    """What a silent downcast is: the backend runs operand dtypes PyTorch rejects, and what it computes in (no
-    promotion claimed: PyTorch defines none for them)."""
+def downcast_message(executor: str, node: str, op: str, brk: Any, got: str, value: str | None = None,
+                     off: float | None = None) -> str:
+    """What a silent downcast is: the backend runs operand dtypes PyTorch rejects (it raises) and narrows one of them;
+    `off`: where the result's dtype is the promoted one, how far its numbers are from the promotion (the evidence)."""
     lost = brk.activation_dtype if narrower(brk.param_dtype, brk.activation_dtype) else brk.param_dtype
     where = f" for {value}" if value and value != node else ""
-    return (f"{executor} runs {node} ({op}) on a {brk.activation_dtype} activation with {brk.param_dtype} parameters, "
-            f"where PyTorch raises (it checks that they share a dtype), and returns {got}{where} without a word"
-            + (f": the {lost} operand was converted to {got}" if lost != got else ""))
+    head = (f"{executor} runs {node} ({op}) on a {brk.activation_dtype} activation with {brk.param_dtype} parameters, "
+            f"where PyTorch raises (it checks that they share a dtype)")
+    if off is not None:
+        return (f"{head}, and returns {got}{where} {off:.3g}x further from the {got} promotion than the bound allows: "
+                "an operand was narrowed inside, without a word")
+    return f"{head}, and returns {got}{where} without a word" + (f": the {lost} operand was converted to {got}"
+                                                                  if lost != got else "")
 
 
 def _downcast(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding | None:
