@@ -93,6 +93,7 @@ class NodeVerdict:
     device: str | None  # the element type the device reports for it
     excess: bool = False  # judged fused with its 16-bit producers computing in float32 (XLA's excess precision)
     shape: tuple[int, ...] | None = None  # the shape the backend returned where it is not the declared (PyTorch's) one
+    alone: tuple[Graph, dict[str, Any]] | None = None  # where underflow: the node alone and the operands it saw
 
 
 def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
@@ -136,7 +137,8 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
                 st, excess = carried, True
         narrow = narrower_format(actual, exact, dtype) if st.ratio > 1.0 else None
         underflow = st.ratio > 1.0 and flushing_explains(sub, sub_inputs, actual, dtype)
-        verdicts.append(NodeVerdict(node.id, st, underflow, narrow, (device or {}).get(node.id), excess))
+        verdicts.append(NodeVerdict(node.id, st, underflow, narrow, (device or {}).get(node.id), excess,
+                                    alone=(sub, sub_inputs) if underflow else None))
         env[node.id] = np.asarray(actual, dtype=np.float64)
     return verdicts
 
@@ -238,6 +240,20 @@ def flushing_explains(sub: Graph, inputs: Values, actual: np.ndarray, dtype: str
     exact = flush(evaluate(sub, flushed, rounded=False)[out], dtype)
     ideal = [flush(i, dtype) for i in ideal_values(sub, flushed)[out]]
     return error_stats(actual, exact, ideal, dtype).ratio <= 1.0
+
+
+def lifted(sub: Graph, inputs: Values, times: float = 1.0) -> dict[str, Any]:
+    """The operands of a one-node graph with every non-zero float value below `times` x the smallest normal of its
+    dtype set to that magnitude (sign kept): what flushing cannot touch."""
+    out: dict[str, Any] = {}
+    for i in sub.inputs:
+        v = inputs[i.name]
+        if i.kind == "tensor" and i.dtype in FLOAT_FORMATS:
+            low = times * 2.0 ** FLOAT_FORMATS[i.dtype].min_exponent
+            a = np.asarray(v, dtype=np.float64)
+            v = np.where((a != 0) & (np.abs(a) < low), np.sign(a) * low, a)
+        out[i.name] = v
+    return out
 
 
 def _broadcasts(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:

@@ -354,3 +354,14 @@ def test_regression_a_policy_that_makes_a_program_the_ir_rejects_is_said_not_a_l
     result = Checker(pool).check(case, ["xla/bf16-model", "xla/native"])
     assert "xla/bf16-model" not in result.outcomes and "xla/native" in result.outcomes
     assert any(n.startswith("xla/bf16-model: not run") and "scale_b" in n for n in result.notes), result.notes
+
+
+def test_regression_a_reduction_over_every_dim_keeps_its_dims_in_the_pytorch_program(pool: ExecutorPool) -> None:
+    """triage16 b621ba37c2: sum(dims=None, keepdim=True) rendered as torch.sum(x), dropping keepdim: torch_xla's shape
+    [] was filed against PyTorch's [1], which was precfuzz's own inferred shape; eager ran the same wrong program."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "xla-sum-keepdim-all-dims-b621ba37c2.json")
+    result = Checker(pool).check(case, ["torch/eager", "xla/native"])
+    assert all(o.ok and np.shape(o.outputs[0]) == (1,) for outs in result.outcomes.values() for o in outs)
+    assert not [f for f in result.findings if f.error_class == "shape"], [f.message for f in result.findings]

@@ -13,7 +13,6 @@ again on resume, and the case of a lost Ray actor goes back to the queue at once
 
 from __future__ import annotations
 
-import bisect
 import json
 import shlex
 import threading
@@ -60,6 +59,7 @@ from .store import (
     dumps,
     valid_record,
 )
+from .work_queue import WorkQueue
 
 LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
 ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
@@ -249,11 +249,7 @@ class Campaign:
         self.book = BugBook(self.store.load_bugs())
         self._repair_bugs()
         self._recover_runs()
-        self.todo_pending: list[int] = sorted(int(i) for i in self.state.pending)
-        self.in_flight: set[int] = set()
-        seeds = sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else []
-        self.todo_seeds = [p for p in seeds if p.name not in set(self.state.seeds_done)]
-        self.reserved = 0  # tests of cases claimed but not finished
+        self.work = WorkQueue(self.state, sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else [])
         self.stop_reason = ""
         self.t_start = time.monotonic()
         self.elapsed_before = float(self.state.elapsed_s)
@@ -370,14 +366,14 @@ class Campaign:
         self.adaptive = self.state.schedule == "adaptive"
         self.stats = Stats()
         self.plans: dict[int, BlockPlan] = {}
-        pending = set(self.todo_pending)
+        pending = set(self.work.pending)
         self.results: dict[int, CaseResult] = {}
         for rec in self.store.load_records(ARM_RESULTS, valid_result):
             i = rec["index"]
             if i < self.state.next_index and i not in pending:
                 self.results[i] = CaseResult.from_json(rec)  # a case run twice (killed before a flush): the last
         if self.adaptive:  # a finished case whose result is lost is run again: later blocks are planned from it
-            self.todo_pending = sorted(pending | set(self._lost(pending)))
+            self.work.add_pending(self._lost(pending))
         self._fold()
 
     def _lost(self, pending: set[int]) -> list[int]:
@@ -439,7 +435,7 @@ class Campaign:
                 return
             records = self.findings.in_order()
             bugs = self.book.records()
-            self.state.pending = sorted(self.in_flight | set(self.todo_pending))
+            self.state.pending = self.work.unfinished()
             self.state.elapsed_s = self.elapsed()
             self.state.counts = self.findings.counts()
             state = self.state.to_json()
@@ -462,7 +458,7 @@ class Campaign:
             left = self.cfg.time_s - (time.monotonic() - self.t_start)
             if left < self.minimizer.backlog() * (self.minimizer.minimize_s_mean() + 5.0):
                 return MINIMIZING
-        if self.cfg.max_tests is not None and self.state.tests + self.reserved >= self.cfg.max_tests:
+        if self.cfg.max_tests is not None and self.state.tests + self.work.reserved >= self.cfg.max_tests:
             return "max-tests"
         return None
 
@@ -479,12 +475,10 @@ class Campaign:
             if reason:
                 return "idle" if reason == MINIMIZING else None
             executors: list[str] | None = None
-            if self.todo_seeds:
-                kind, item = "seed", self.todo_seeds[0]
+            kind, item = self.work.peek()
+            if kind == "seed":
                 case = load_case(item)
             else:
-                kind = "index"
-                item = self.todo_pending[0] if self.todo_pending else self.state.next_index
                 if self.adaptive:
                     plan = self.plans.get(item // self.block)
                     if plan is None:
@@ -496,30 +490,17 @@ class Campaign:
                 else:
                     case = self.generate(self.cfg.seed, item)
             tests = len(self.cfg.executors if executors is None else executors) * len(case.input_sets)
-            if self.cfg.max_tests is not None and self.state.tests + self.reserved + tests > self.cfg.max_tests:
+            if self.cfg.max_tests is not None and self.state.tests + self.work.reserved + tests > self.cfg.max_tests:
                 self.stop_reason = "max-tests"
                 return None
-            if kind == "seed":
-                self.todo_seeds.pop(0)
-            elif self.todo_pending:
-                self.todo_pending.pop(0)
-            else:
-                self.state.next_index = item + 1
-            if kind == "index":
-                self.in_flight.add(item)
-            self.reserved += tests
+            self.work.take(kind, item, tests)
             self.dirty = True
             return (kind, item, case, tests, executors)
 
     def _requeue(self, kind: str, item: Any, reserved: int) -> None:
         """Put a claimed case back (its lane was lost before it finished): the next claim takes it again."""
         with self.lock:
-            self.reserved -= reserved
-            if kind == "seed":
-                self.todo_seeds.insert(0, item)
-            else:
-                self.in_flight.discard(item)
-                bisect.insort(self.todo_pending, item)
+            self.work.put_back(kind, item, reserved)
             self.dirty = True
 
     def _items(self, lane: int = 0) -> Iterator[tuple[str, Any, Case, int, list[str] | None]]:
@@ -566,7 +547,7 @@ class Campaign:
                 if kind == "index":
                     self._record_result(item, result, keys)
                 with self.lock:
-                    self.reserved -= reserved
+                    self.work.finish(kind, item, reserved)
                     self.state.tests += sum(len(v) for v in result.outcomes.values())
                     self.state.cases += 1
                     for name, secs in result.seconds.items():
@@ -575,10 +556,6 @@ class Campaign:
                         self.tests_by_executor[name] += len(result.outcomes[name])
                     for name, spent in result.oracle_backend.items():  # probes, eager policy runs, culprit checks
                         self.backend_s[name] += spent["compile_s"] + spent["run_s"]
-                    if kind == "seed":
-                        self.state.seeds_done.append(item.name)
-                    else:
-                        self.in_flight.discard(item)
                     self.dirty = True
                     self.alive[lane] = runner.alive()
                     self.restarts[lane] = runner.restarts()

@@ -130,6 +130,8 @@ def _dims_src(dims: Any) -> str:
 def _torch_reduce(op: str) -> Callable[[TorchCall], str]:
     def render(c: TorchCall) -> str:
         dims = c.attrs["dims"]
+        if dims is None and c.attrs.get("keepdim"):  # every dim, kept (triage16 b621ba37c2: keepdim was dropped)
+            return f"torch.{op}({c.args[0]}, dim=tuple(range({c.args[0]}.dim())), keepdim=True)"
         if dims is None:
             return f"torch.{op}({c.args[0]})"
         return f"torch.{op}({c.args[0]}, dim={list(dims)!r}, keepdim={bool(c.attrs['keepdim'])})"
