@@ -902,3 +902,15 @@ def test_regression_a_kernel_that_flushes_subnormals_is_a_coverage_note_not_an_a
         result = Checker(pool).check(case)
     assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
     assert all(f.error_class == "underflow" and f.kind == "unsupported" for f in result.findings)
+
+
+def test_regression_a_scaled_mm_whose_scales_one_after_the_other_overflow_is_not_judged_finite() -> None:
+    """triage16 b150d2acc4: PyTorch's _scaled_mm with scale_a 2e36 and scale_b 0 returns NaN: oneDNN applies the
+    scales one after the other, (acc * 2e36) is inf in float32, times 0 is NaN; the ideal's acc * (sa * sb) is -0.
+    Both orders are legitimate fp32: where one scale alone takes the sum past float32's range, nothing is owed."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "torch-scaled-mm-scale-order-b150d2acc4.json")
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case)
+    assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
