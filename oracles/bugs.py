@@ -67,7 +67,7 @@ def error_family(finding: Finding) -> str:
     if on_chain_break(finding):
         return "downcast"
     if finding.oracle in ("error-bound", "effective-precision"):
-        if finding.error_class in (CAST_SEMANTICS, "shape"):
+        if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
         return "underflow" if finding.error_class == "underflow" else "accuracy"
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
@@ -88,8 +88,8 @@ def dtype_class(finding: Finding) -> str:
         return "*"  # a crash, hang or compile error: the message names it, the dtypes it met do not split it
     if finding.oracle == "model-hazard":
         return "+".join(sorted(set(names[:2]))) or "-"
-    if error_family(finding) == "shape":
-        return "*"  # a wrong shape is one lowering's, whatever dtype shows it
+    if error_family(finding) in ("shape", "masked-rows"):
+        return "*"  # a wrong shape, NaN for fully masked rows: one lowering's, whatever dtype shows it
     floats = [d for d in names if d in FLOAT_FORMATS]
     if not floats:
         return "-"
@@ -254,6 +254,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     if fam == CAST_SEMANTICS:
         how, gives = finding.details.get("cast_range", "saturates"), finding.details.get("pytorch_gives", "NaN")
         return f"[{backend}] {dc} {op} {how} past the format's range where PyTorch's cast gives {gives}{where}"
+    if fam == "masked-rows":
+        return f"[{backend}] {op} returns NaN for fully masked rows where PyTorch returns 0 (its safe softmax){where}"
     if fam == "underflow":
         return f"[{backend}] {dc} {op} loses subnormal values ({finding.ratio or 0:.3g}x the bound){where}"
     if finding.kind == "unsupported":

@@ -74,6 +74,36 @@ def fails_above_subnormals(run: Run, v: Any, dtype: str) -> bool:
     return False
 
 
+MASKED_ROWS = "masked-rows"  # attention rows whose every key is masked: NaN in softmax arithmetic, 0 in PyTorch
+
+
+def fully_masked_rows(graph: Graph, node: str, inputs: Values, observed: dict[str, np.ndarray]) -> np.ndarray | None:
+    """For an attention node with a mask: which query rows have every key masked (a False bool entry or a -inf
+    bias), shaped like the output without its last dim; None for other nodes or where no row is."""
+    n = graph.node(node)
+    if n.op != "scaled_dot_product_attention" or len(n.inputs) < 4 or not isinstance(n.inputs[3], str):
+        return None
+    name = n.inputs[3]
+    mask = observed.get(name, rounded_inputs(graph, inputs).get(name))
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    allowed = mask.astype(bool) if mask.dtype == bool else np.isfinite(mask) | (mask > 0)
+    rows = ~np.any(allowed, axis=-1)
+    out_rows = np.shape(observed[node])[:-1]
+    try:
+        rows = np.broadcast_to(rows, out_rows)
+    except ValueError:
+        return None
+    return rows if rows.any() else None
+
+
+def _only_in(actual: np.ndarray, rows: np.ndarray) -> bool:
+    """True when every non-finite output element lies in one of `rows` (and some does)."""
+    bad = ~np.isfinite(np.asarray(actual, dtype=np.float64))
+    return bool(bad.any()) and not np.any(bad & ~rows[..., None])
+
+
 def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[str]) -> Finding | None:
     """Pin a numeric finding on the first node that is out of bound on its own operands (None: no node is).
 
@@ -137,6 +167,12 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        message=f"{node} ({ops[0]}, {dtypes[0]}): {st.ratio:.3g}x the allowed error where an operand "
                                f"or the result is subnormal (below the smallest normal {declared})",
                        ratio=st.ratio, max_ulp=st.max_ulp, details=details)
+    masked = fully_masked_rows(s.numeric, node, inputs, observed) if st.nonfinite_mismatch else None
+    if masked is not None and _only_in(observed[node], masked):  # PyTorch's convention, not arithmetic: its own record
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=MASKED_ROWS, ratio=st.ratio,
+                       max_ulp=st.max_ulp, details={**details, "masked_rows": int(np.count_nonzero(masked))},
+                       message=f"{node} ({ops[0]}, {dtypes[0]}): {int(np.count_nonzero(masked))} fully masked row(s) "
+                               "give NaN where PyTorch's attention returns 0 (its safe softmax, since 2.5)")
     if st.nonfinite_mismatch:
         msg = (f"{node} ({ops[0]}, {dtypes[0]}): {st.nonfinite_mismatch} non-finite value(s) where the reference "
                f"is finite (or the reverse), on its own operands")

@@ -433,3 +433,17 @@ def test_regression_an_op_that_fails_just_above_the_subnormal_range_is_not_excus
     (f,) = [f for f in result.findings if f.executor == "tvm/default"]
     assert (f.kind, f.oracle, f.ops, f.error_class) == ("backend-bug", "error-bound", ["tanh"], "bound"), f.message
     assert f.details.get("fails_above_subnormals") is True
+
+def test_regression_nan_for_fully_masked_attention_rows_is_its_own_record_not_a_16_bit_accuracy_bug() -> None:
+    """triage16 b2ec291c20: float16 attention with an all-False mask gives NaN in TVM (softmax of a row of -inf) where
+    PyTorch returns 0 (its safe softmax): filed under "float16 attention returns inf/nan", the record of TVM's
+    float16 scores, which it is not. A NaN only in fully masked rows is PyTorch's convention: a record of its own."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-sdpa-fp16-all-masked-b2ec291c20.json")
+    with ExecutorPool(["tvm/default"], timeout=600.0) as alone:
+        result = Checker(alone).check(case, ["tvm/default"])
+    (f,) = [f for f in result.findings if f.executor == "tvm/default"]
+    assert f.error_class == "masked-rows" and f.details["masked_rows"] > 0, f.message
+    assert bug_key(f) == "backend-bug|tvm|scaled_dot_product_attention|masked-rows|*|*"
+    assert "fully masked rows where PyTorch returns 0" in title(f, ["tvm/default"])
