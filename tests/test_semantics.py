@@ -914,3 +914,15 @@ def test_regression_a_scaled_mm_whose_scales_one_after_the_other_overflow_is_not
     with ExecutorPool(["torch/eager"]) as pool:
         result = Checker(pool).check(case)
     assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
+
+
+def test_regression_a_contraction_among_subnormals_stays_a_flushing_note() -> None:
+    """Self-found (the nightly smoke after triage16's fix): oneDNN's bf16 conv1d of subnormal activations, lifted
+    just above the subnormal range, still flushes its products (weights below 1 times the smallest normal), so the
+    lifted run failed and the conv was filed "3.33x less accurate". A contraction is not lifted: flushing stays."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "torch-conv1d-bf16-subnormal-products-smoke.json")
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case)
+    assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
