@@ -6,11 +6,11 @@ Config: `GPT2Config(vocab_size=256, n_positions=64, n_embd=64, n_layer=2, n_head
 DynamicCache starts each layer's keys and values as `torch.tensor([])`, which torch.export lifts to empty
 constants `<attn>.lifted_tensor_<k>` that torch.cat skips); forward returns the logits; ~121k parameters.
 
-Verdict of `precfuzz audit corpus/zoo/gpt2.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2 shared
-cores at load 3.5: 70 s) with one model hazard under model.to(bfloat16) at `ln_1`, a false alarm: the real
-`model.to(torch.bfloat16)(ids)` runs. torch.export bakes the example's float32 into
-`position_embeds.to(inputs_embeds.device)` (aten.to.dtype_layout, dtype=float32), so the bf16 policy adds a
-float32 cast real bf16 code does not make. Expected once the bf16 policy follows the model's own dtype: exit 0.
+Verdict of `precfuzz audit corpus/zoo/gpt2.py`: exit 1 (measured 2026-12-02 on main 0dc0a39, 2 shared
+cores at load 5-8: 200 s) with one TVM bug: under model.to(bfloat16), exported after the move, tvm/decompose's
+attention returns float32 (its explicit float32 scale) and the next `pow` raises (real: bbf14ee65e). The false
+model.to(bfloat16) hazard of 2026-12-01 (float32 baked into `position_embeds.to(inputs_embeds.device)` by export)
+is gone: the module exported after the move is what that policy runs.
 Weights are random, made in code (seeded); nothing is downloaded (HF_HUB_OFFLINE=1).
 """
 

@@ -5,9 +5,9 @@ reduced_tail=True)`) into `MobileNetV3`, 10 classes, eval mode (BatchNorm with r
 statistics); ~62k parameters. Ops met: conv2d (depthwise too), batch_norm, hardswish_, relu_,
 squeeze-excitation (adaptive_avg_pool2d, hardsigmoid), in-place add_, flatten, linear, dropout (eval: identity).
 
-Verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: exit 0, clean (measured 2026-12-01 on main
-de8e5c1, 2 shared cores at load 3.5: 146 s). Under model.to(bfloat16) the float32 image is an input cast the
-caller owes; with `x` as bfloat16 it runs.
+Verdict of `precfuzz audit corpus/zoo/mobilenet_v3_small.py`: exit 1 (measured 2026-12-02 on main 0dc0a39, 2
+shared cores at load 5-8: 194 s) with one TVM bug: under model.to(bfloat16), exported after the move, tvm/default's
+bf16 batch_norm returns float32 (its float32 epsilon) and the next hardswish add raises (real: b14c676ef5).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

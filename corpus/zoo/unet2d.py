@@ -7,10 +7,9 @@ block_out_channels=(16, 32), down_block_types=("DownBlock2D", "AttnDownBlock2D")
 up_block_types=("AttnUpBlock2D", "UpBlock2D"), norm_num_groups=8, attention_head_dim=8)`; forward returns
 `.sample`; ~177k parameters.
 
-Verdict of `precfuzz audit corpus/zoo/unet2d.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2 shared
-cores at load 3.5: 118 s) with one model hazard under model.to(bfloat16) at the time embedding's `linear_1`, a
-false alarm: export bakes float32 into diffusers' `t_emb.to(dtype=self.dtype)`; the real break is the float32
-sample, an input cast the caller owes (the real bf16 UNet with a bf16 sample runs).
+Verdict of `precfuzz audit corpus/zoo/unet2d.py`: exit 0, clean (measured 2026-12-02 on main 0dc0a39, 2 shared
+cores at load 5-8: 176 s). The false model.to(bfloat16) hazard of 2026-12-01 (export baking float32 into diffusers'
+`t_emb.to(dtype=self.dtype)`) is gone: the module exported after the move is what that policy runs.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

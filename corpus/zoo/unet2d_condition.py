@@ -7,11 +7,9 @@ block_out_channels=(16, 32), down_block_types=("CrossAttnDownBlock2D", "DownBloc
 up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=32, norm_num_groups=8,
 attention_head_dim=8)`; forward returns `.sample`; ~203k parameters.
 
-Verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: exit 1 (measured 2026-12-01 on main de8e5c1,
-2 shared cores at load 3.5: 237 s) with one model hazard under model.to(bfloat16) at the time embedding's
-`linear_1`, a false alarm: export bakes float32 into the time embedding's cast to the UNet's dtype; the real
-breaks are the float32 latent and text states, input casts the caller owes (the real bf16 UNet with bf16 inputs
-runs).
+Verdict of `precfuzz audit corpus/zoo/unet2d_condition.py`: exit 0, clean (measured 2026-12-02 on main 0dc0a39,
+2 shared cores at load 5-8: 169 s). The false model.to(bfloat16) hazard of 2026-12-01 at the time embedding's
+`linear_1` is gone: the module exported after the move is what that policy runs.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -7,10 +7,9 @@ up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(16, 32), layers_pe
 norm_num_groups=8, sample_size=16)`; forward(z) returns `vae.decode(z).sample` (a 1x3x16x16 image); the
 encoder's weights are made but unused; ~102k decoder parameters.
 
-Verdict of `precfuzz audit corpus/zoo/vae_decoder.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2
-shared cores at load 3.5: 134 s). Under model.to(bfloat16) the float32 latent is an input cast the caller owes
-(right); with `z` as bfloat16 the audit reports a hazard at the mid-block attention's projection, a false alarm
-(the real bf16 decoder with a bf16 `z` runs; a float32 baked by export inside diffusers' attention processor).
+Verdict of `precfuzz audit corpus/zoo/vae_decoder.py`: exit 0, clean (measured 2026-12-02 on main 0dc0a39, 2
+shared cores at load 5-8: 124 s). The false hazard of 2026-12-01 at the mid-block attention's projection (a
+float32 baked by export) is gone: the module exported after model.to(bfloat16) is what that policy runs.
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 
