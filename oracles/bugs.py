@@ -55,17 +55,8 @@ TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
 
-def on_chain_break(finding: Finding) -> bool:
-    """A numeric finding at a node whose operand dtypes PyTorch rejects, which the backend ran anyway: its numbers
-    show the missing dtype check (a narrower format), the silent-downcast cause, not an accuracy bug of the op."""
-    return (finding.kind == "backend-bug" and finding.oracle in ("error-bound", "effective-precision")
-            and bool(finding.details.get("chain_break")) and finding.error_class not in ("shape", "underflow"))
-
-
 def error_family(finding: Finding) -> str:
     """The class part of the key."""
-    if on_chain_break(finding):
-        return "downcast"
     if finding.oracle in ("error-bound", "effective-precision"):
         if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
@@ -81,7 +72,7 @@ def error_family(finding: Finding) -> str:
 def dtype_class(finding: Finding) -> str:
     """The narrowest float dtype at fault, or the sorted pair that met at a mixed-dtype op."""
     names = DTYPE.findall(" ".join(finding.dtypes))
-    if finding.oracle == "silent-downcast" or on_chain_break(finding):
+    if finding.oracle == "silent-downcast":
         return "mixed"
     if finding.kind == "backend-bug" and finding.oracle not in ("error-bound", "effective-precision", "dtype-divergence",
                                                                 "model-hazard"):
@@ -163,7 +154,7 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
     if (finding.kind == "backend-bug" and backend == "tvm" and family in ("accuracy", CAST_SEMANTICS) and finding.ops
             and set(finding.ops) <= TVM_FP8_CONVERTING and dtype_class(finding) == "float8"):
         ops, family = "float8-conversion", "accuracy"  # see TVM_FP8_CONVERTING
-    if finding.oracle == "silent-downcast" or on_chain_break(finding):
+    if finding.oracle == "silent-downcast":
         ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
     if finding.kind == "unsupported":
         ops = "*"  # a coverage gap (an op/dtype it cannot lower, flushing subnormals) is one per backend, class, dtype

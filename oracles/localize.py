@@ -88,7 +88,7 @@ def fully_masked_rows(graph: Graph, node: str, inputs: Values, observed: dict[st
     if n.op != "scaled_dot_product_attention" or len(n.inputs) < 4 or not isinstance(n.inputs[3], str):
         return None
     name = n.inputs[3]
-    mask = observed.get(name, rounded_inputs(graph, inputs).get(name))
+    mask = observed[name] if name in observed else rounded_inputs(graph, inputs).get(name)
     if mask is None:
         return None
     mask = np.asarray(mask)
@@ -131,11 +131,10 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
     brk = s.typed().chain_breaks().get(node) if node not in s.bridged else None
-    if brk is not None:
-        details["chain_break"] = True  # the backend ran mixed operand dtypes PyTorch rejects: the downcast cause
-    if brk is not None:  # numbers out of bound where PyTorch raises: DESIGN.md's silent downcast (a correct promotion
-        # would be within bound), said as such, not as an accuracy claim (triage14 bf46a13882: "2.3e3x the allowed
-        # error" read as a float32 result PyTorch defines); the ratio against the promotion is its evidence
+    if brk is not None:  # mixed operand dtypes PyTorch rejects, numbers out of bound: DESIGN.md's silent downcast (a
+        # correct promotion would be within bound), said as such, not as an accuracy claim (triage14 bf46a13882:
+        # "2.3e3x the allowed error" read as a float32 result PyTorch defines); the distance from the promotion is
+        # its evidence
         computed = narrow or declared
         return Finding("silent-downcast", s.name, [ops[0]], [brk.activation_dtype, brk.param_dtype, computed],
                        "downcast", semantics.downcast_message(s.name, node, ops[0], brk, computed,
