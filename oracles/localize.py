@@ -22,7 +22,7 @@ from .bounds import error_stats
 from .error_bounds import at_fault, node_signature
 from .errors import classify_error, message_key
 from .findings import Finding
-from .nodes import judge_nodes, lifted, rounded_inputs
+from .nodes import LIFTABLE, judge_nodes, lifted, rounded_inputs
 from .precision import device_narrower
 from .subjects import Subject
 
@@ -49,7 +49,6 @@ def probe(s: Subject, inputs: Values, run: Run, k: int = -1) -> Probe | None:
     device = dict(zip(names, outcome.info.get("device_dtypes") or [None] * len(names)))
     return dict(zip(names, outcome.outputs)), device, dict(zip(names, outcome.dtypes or []))
 
-LIFTABLE = ("elementwise", "activation")  # ops whose result is a function of each element: lifting separates them
 LIFTS = (1.0, 2.0, 4.0, 8.0, 16.0)  # multiples of the smallest normal tried, the first whose results are normal
 
 

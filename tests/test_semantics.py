@@ -507,6 +507,24 @@ def test_regression_a_normal_range_error_next_to_flushed_subnormals_is_no_underf
     assert both.stats.ratio > 1 and not both.underflow
 
 
+def test_regression_a_group_norm_of_flushed_subnormals_is_flushing_not_an_accuracy_bug() -> None:
+    """Triage16 b1ab1c5acd (#12): XLA's bfloat16 group_norm of subnormal x (one element exactly 0) returned zeros,
+    exact once x is flushed; the per-element test read the zero element (normalized by its group's mean) as a
+    normal-range error. group_norm mixes elements: flushing explains it or not as a whole."""
+    from fuzzer.dtypes import round_to
+    from fuzzer.ir import Graph, Input, Node
+    from oracles.nodes import judge_nodes
+
+    x = round_to(np.random.default_rng(0).normal(0.0, 1e-39, (4, 2, 10)), "bfloat16")
+    x[0, 0, 0] = 0.0
+    g = Graph((Input("x", x.shape, "bfloat16"),),
+              (Node("y", "group_norm", ("x",), {"num_groups": 2, "eps": 1e-5}),), ("y",))
+    v = judge_nodes(g, {"x": x}, {"y": np.zeros_like(x)})[0]
+    assert v.stats.ratio > 1 and v.underflow
+    wrong = judge_nodes(g, {"x": x}, {"y": np.full_like(x, 1e-3)})[0]  # not what flushing gives: an accuracy bug
+    assert wrong.stats.ratio > 1 and not wrong.underflow
+
+
 def test_regression_tvm_var_is_tvms_own_variance_not_an_explicit_16_bit_program() -> None:
     """Triage: a float16 var lowered as mean/subtract/multiply/sum handed TVM an explicit fp16 program whose sum of
     squares overflows on any executor (PyTorch eager running it too): the lowering uses R.op.variance."""
@@ -579,6 +597,29 @@ def test_regression_an_output_float32_cannot_compute_either_is_no_precision_haza
 
     policy, model = graph("bfloat16"), graph("float32")
     assert judge(policy, model, input_values(Case(policy), 0), input_values(Case(model), 0)) is None
+
+
+def test_regression_a_model_output_below_float32s_normal_range_is_no_precision_hazard() -> None:
+    """Triage16 sample #6 (b0f7dbdfbf): a bfloat16 conv1d + silu of x wholly below float32's smallest normal (std
+    1e-39) was a precision hazard 'keep silu1 in float32'; the float32 model's answer is itself subnormal, eager
+    flushes it, and no format keeps relative precision there. A cancellation at normal magnitudes still is one."""
+    from fuzzer.ir import Case, input_values
+    from oracles import precision_hazards
+
+    def lost(dtype_nodes: tuple[Node, ...], x: dict, w: bool) -> object:
+        def graph(dtype: str) -> Graph:
+            inputs = (Input("x", (1, 8, 16), dtype, init=x),) + (
+                (Input("w", (4, 8, 3), dtype, "param", init={"dist": "uniform", "low": -0.07, "high": 0.07,
+                                                             "seed": 5}),) if w else ())
+            return Graph(inputs, dtype_nodes, (dtype_nodes[-1].id,))
+        policy, model = graph("bfloat16"), graph("float32")
+        return precision_hazards.judge(policy, model, input_values(Case(policy), 0), input_values(Case(model), 0))
+
+    conv = (Node("conv1", "conv1d", ("x", "w"), {"padding": 1}), Node("silu1", "silu", ("conv1",)))
+    tiny = {"dist": "normal", "seed": 7, "std": 1e-39}
+    assert lost(conv, tiny, True) is None
+    cancel = (Node("y", "add", ("x", 1.0)), Node("z", "sub", ("y", 1.0)))
+    assert lost(cancel, {"dist": "normal", "seed": 7, "std": 1e-2}, False) is not None
 
 
 def test_regression_an_error_cpu_autocast_raises_too_is_pytorchs_bug_not_torch_xlas() -> None:
