@@ -23,3 +23,11 @@ def twin_stream(seed: int, index: int) -> Case:
     f = Input("fault", (1,), "float32", init={"dist": "constant", "value": 5.0 if index < 2 else 0.0})
     graph = Graph((x, f), (Node("y", "mul", ("x", "fault")),), ("y",))
     return Case(graph, ({},), {"generator": "twin_stream", "seed": seed, "index": index, "family": "faults"})
+
+
+def hang_stream(seed: int, index: int) -> Case:
+    """Case 0 hangs debug/faults (a timeout finding); the rest are clean."""
+    x = Input("x", (4,), "float32", init={"dist": "normal", "seed": seed * 1000 + index})
+    f = Input("fault", (1,), "float32", init={"dist": "constant", "value": 2.0 if index == 0 else 0.0})
+    graph = Graph((x, f), (Node("m", "mul", ("x", "fault")), Node("y", "neg", ("m",))), ("y",))
+    return Case(graph, ({},), {"generator": "hang_stream", "seed": seed, "index": index, "family": "faults"})

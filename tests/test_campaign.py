@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from campaign_fixtures import fault_stream
+from campaign_fixtures import fault_stream, hang_stream
 
 from fuzzer.campaign import Campaign, CampaignConfig, CampaignError
 from fuzzer.campaign.progress import Progress
@@ -210,3 +210,15 @@ def test_regression_a_merged_bug_vanishes_from_the_records_and_its_id_still_reso
     assert [r["bug"] for r in records] == [a.bug] and records[0]["merged"] == [b.bug]
     again = BugBook(records)
     assert again.holder(b.bug) is again.bugs[a.bug] and again.find("k2") is again.bugs[a.bug]
+
+
+def test_regression_a_timeout_bug_is_not_minimized_in_the_campaign(tmp_path: Path) -> None:
+    """triage17: a TVM timeout (120 s per check) held the minimizer lane for 15 minutes past the campaign's time
+    budget, every shrink step, the per-executor re-run and the confirmation each waiting the whole timeout. The lane
+    records it as not minimized, says why, and goes on."""
+    summary = Campaign(config(tmp_path, generate=hang_stream, max_tests=2, minimize=True, timeout_s=2.0), quiet()).run()
+    assert summary.cases == 2
+    bugs = [json.loads(line) for line in (tmp_path / "bugs.jsonl").read_text().splitlines()]
+    (hang,) = [b for b in bugs if b["error_class"] == "timeout"]
+    assert hang["minimize_tried"] and not hang["minimized"] and not hang["confirmed"]
+    assert hang["note"].startswith("not minimized: each check of a timeout waits 2 s") and "minimize_s" not in hang

@@ -78,6 +78,10 @@ class MinimizerLane:
         if found is None:
             return
         rec, original = found
+        if rec.get("error_class") == "timeout":  # every check of it waits the whole timeout: the lane would stall
+            self._leave(bid, f"not minimized: each check of a timeout waits {self.c.cfg.timeout_s:g} s (triage17: one "
+                             "held the minimizer lane for 15 minutes); `precfuzz minimize` can take it offline")
+            return
         finding: Finding | None = None
         try:
             hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
@@ -120,6 +124,15 @@ class MinimizerLane:
             bug.extra["minimize_tried"] = True
             if key is not None:
                 self.c.book.rekey(bug, key)
+            self.c.dirty = True
+        self.c.flush()
+
+    def _leave(self, bid: str, note: str) -> None:
+        """Record that a bug is not minimized, and why."""
+        with self.c.lock:
+            bug = self.c.book.bugs[bid]
+            bug.minimized, bug.confirmed, bug.note = False, False, note
+            bug.extra["minimize_tried"] = True
             self.c.dirty = True
         self.c.flush()
 
