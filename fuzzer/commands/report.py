@@ -6,7 +6,6 @@ import argparse
 import os
 from pathlib import Path
 
-from ..campaign.report import write_report
 from ..campaign.store import StoreError
 from ..outfiles import kind_of
 from .common import EXIT_OK, add_force, fail
@@ -33,6 +32,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{state} is not a regular file ({what}); the report reads the campaign's state from it")
     if not os.access(state, os.R_OK):
         return fail(f"{state} is not readable (permission denied)")
+    # pandas and matplotlib: imported when a report is written
+    from ..campaign.report import write_report
+
     try:
         print(f"wrote {write_report(root, args.force)}")
     except StoreError as exc:

@@ -13,7 +13,6 @@ from typing import Any
 
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
-from ..campaign.report import write_report
 from ..campaign.schedule import SCHEDULES
 from ..campaign.store import StoreError
 from .common import (
@@ -189,6 +188,9 @@ def run(args: argparse.Namespace) -> int:
                       "bugs_new": summary.bugs_new, "bugs_total": summary.bugs_total,
                       "findings_new": summary.findings_new, "findings_total": summary.findings_total,
                       "elapsed_s": round(summary.elapsed_s, 1), "stopped_by": summary.stopped_by}))
+    # pandas and matplotlib: imported when a report is written
+    from ..campaign.report import write_report
+
     try:  # the report a person reads first, rendered as the run ends (issue 20)
         report = f"report: {write_report(cfg.out)}"
     except (OSError, StoreError) as exc:  # a report.md precfuzz did not write, a damaged file: the campaign stands
