@@ -18,7 +18,7 @@ import numpy as np
 from fuzzer.dtypes import LOW_PRECISION
 from fuzzer.interpret import evaluate
 from fuzzer.ir import Graph, infer
-from fuzzer.ops import OPS
+from fuzzer.ops import OPS, is_cast
 
 from .findings import Finding
 
@@ -41,6 +41,8 @@ class PrecisionLoss:
     dtype: str  # the culprit's 16-bit dtype
     with_fix: float  # the loss with the culprit alone kept in float32
     start: str = ""  # where the culprit's rounding was made: past layout ops (a cat moves rounded values)
+    origin: str = ""  # an earlier value of the culprit's cone whose rounding alone loses the output (the loss starts)
+    origin_loss: float = 0.0  # the loss with only `origin` rounded
 
 
 def relative_rms(value: np.ndarray, exact: np.ndarray) -> float:
@@ -122,8 +124,26 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
     if best is None or not best[0] * FIX_GAIN <= loss:
         return None
     fixed, culprit = best
+    origin, alone = _origin(policy, policy_inputs, model_inputs, exact, inputs, low,
+                            [v for v in [i.name for i in policy.inputs if i.name in inputs] + nodes
+                             if v in _cone(policy, culprit, low) and v != culprit])
     return PrecisionLoss(loss, output, culprit, culprit in inputs, typed.values[culprit].dtype, fixed,
-                         rounded_at(policy, culprit, low))
+                         rounded_at(policy, culprit, low), origin, alone)
+
+
+def _origin(policy: Graph, policy_inputs: Values, model_inputs: Values, exact: Values, inputs: set[str], low: set[str],
+            upstream: list[str]) -> tuple[str, float]:
+    """The first of `upstream` (graph order) whose 16-bit rounding alone, every other value kept in float32, loses
+    more than PRECISION_LOSS: where the loss starts when the culprit only carries it further (triage17 a964cfb769:
+    a float16 x of -500 +- 0.1 loses 0.63 on its own before the bfloat16 conv3d named as the culprit); ("", 0)."""
+    nodes = frozenset(low - inputs)
+    for value in upstream[:MAX_CANDIDATES]:
+        fed = {**policy_inputs, **{v: model_inputs[v] for v in inputs if v != value}}
+        with np.errstate(all="ignore"):
+            alone, _ = _loss(evaluate(policy, fed, rounded=True, widen=nodes - {value}), exact, policy.outputs)
+        if alone > PRECISION_LOSS:
+            return value, alone
+    return "", 0.0
 
 
 def rounded_at(graph: Graph, value: str, low: set[str]) -> str:
@@ -140,13 +160,24 @@ def rounded_at(graph: Graph, value: str, low: set[str]) -> str:
 
 
 def consumer_op(graph: Graph, value: str) -> str:
-    """The op of the first node reading `value` (an input's first use), else the op making it."""
-    for node in graph.nodes:
-        if node.id == value:
-            return node.op
-        if value in node.inputs:
-            return node.op
-    return "?"
+    """The op that uses `value`'s rounding: the first node reading it, past the casts a policy writes and the layout
+    ops that only move values (an input's first use; a cast's reader); else the op making it."""
+    made = next((n for n in graph.nodes if n.id == value), None)
+    if made is not None and not is_cast(made.op):
+        return made.op
+    seen = value
+    while True:
+        reader = next((n for n in graph.nodes if seen in n.inputs), None)
+        if reader is None:
+            return made.op if made is not None else "?"
+        if not _passes(reader.op):
+            return reader.op
+        seen = reader.id
+
+
+def _passes(op: str) -> bool:
+    """Casts and layout/index ops: they carry a rounding made before them."""
+    return is_cast(op) or getattr(OPS.get(op), "family", "") in MOVES
 
 
 def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input_set: int) -> Finding:
@@ -159,7 +190,20 @@ def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input
     fix = (f"pass `{lost.culprit}` as float32" if lost.culprit_is_input
            else f"compute `{lost.culprit}` ({op}) and the {lost.dtype} values it is made from in float32, and cast to "
                 f"{lost.dtype} after it")
-    if start == lost.culprit:
+    if lost.origin:  # the loss starts upstream: name that value, and the fix keeps both
+        carrier = lost.start or lost.culprit  # where the culprit's rounding is made (past layout ops)
+        what = f"input `{carrier}`" if carrier in inputs else f"`{carrier}` ({consumer_op(graph, carrier)})"
+        start = lost.origin
+        start_op = consumer_op(graph, start)
+        dtype = next((i.dtype for i in graph.inputs if i.name == start), None) or infer(graph).values[start].dtype
+        made = next((n for n in graph.nodes if n.id == start), None)
+        first = (f"input `{start}`" if start in inputs else f"`{start}` (a cast)" if made is not None and
+                 is_cast(made.op) else f"`{start}` ({start_op})")
+        where = (f"the loss starts at the {dtype} rounding of {first} ({lost.origin_loss:.3g} with only it rounded), and "
+                 f"the {lost.dtype} rounding of {what} carries it ({lost.with_fix:.3g} with both in float32)")
+        if start in inputs and not lost.culprit_is_input:
+            fix = f"pass `{start}` as float32, and {fix}"
+    elif start == lost.culprit:
         where = f"the {lost.dtype} rounding of {what} costs most ({lost.with_fix:.3g} with it in float32)"
     else:
         first = f"input `{start}`" if start in inputs else f"`{start}` ({start_op})"

@@ -565,7 +565,8 @@ def test_a_status_divergence_is_pinned_on_the_op_that_raises(checker: Checker) -
 
 def test_timestep_embedding_in_bfloat16_is_a_precision_hazard_and_clean_in_float32(checker: Checker) -> None:
     """Issue 23: t * freqs in bfloat16 at t = 999 destroys the sinusoidal embedding on every backend, eager
-    included: a model hazard of class precision naming the multiply; the same block in float32 is clean."""
+    included: a model hazard of class precision; the same block in float32 is clean. It names `t_w`, the bfloat16
+    cast of the timesteps (999 -> 1000), where the loss starts (triage17 #22), used by the multiply."""
     def block(dtype: str) -> Case:
         t = Input("t", (4,), "int64", init={"values": [999.0, 998.0, 500.0, 1.0]})
         nodes = (Node("idx", "arange", (), {"start": 0.0, "end": 16.0, "step": 1.0, "dtype": "float32"}),
@@ -577,7 +578,8 @@ def test_timestep_embedding_in_bfloat16_is_a_precision_hazard_and_clean_in_float
         return Case(Graph((t,), nodes, ("emb",)))
 
     found = [f for f in checker.check(block("bfloat16"), ["torch/eager"]).findings if f.error_class == "precision"]
-    assert [(f.kind, f.node, f.ops) for f in found] == [("model-hazard", "args", ["mul"])]
+    assert [(f.kind, f.node, f.ops) for f in found] == [("model-hazard", "t_w", ["mul"])]
+    assert "the loss starts at the bfloat16 rounding of `t_w` (a cast)" in found[0].message
     assert "float32" in found[0].details["fix"] and found[0].details["loss"] > 0.1
     assert checker.check(block("float32"), ["torch/eager"]).findings == []
 
@@ -620,6 +622,27 @@ def test_regression_a_model_output_below_float32s_normal_range_is_no_precision_h
     assert lost(conv, tiny, True) is None
     cancel = (Node("y", "add", ("x", 1.0)), Node("z", "sub", ("y", 1.0)))
     assert lost(cancel, {"dist": "normal", "seed": 7, "std": 1e-2}, False) is not None
+
+
+def test_regression_a_precision_hazard_names_the_input_where_the_loss_starts_not_the_node_carrying_it() -> None:
+    """Triage17 sample #22 (a964cfb769): under autocast-bf16 a float16 x of -500 +- 0.1 (spacing 0.25) loses the
+    layer_norm's answer on its own, before the bfloat16 conv3d named as the culprit; the hazard named conv1 and a fix
+    that keeps x float16. It names x, says what x alone loses, and the fix passes x as float32 too."""
+    from fuzzer.ir import Case, input_values
+    from oracles.precision_hazards import finding, judge
+
+    def graph(x_dtype: str, compute: str) -> Graph:
+        inputs = (Input("x", (4, 16), x_dtype, init={"dist": "offset", "mean": -500.0, "std": 0.1, "seed": 3}),)
+        return Graph(inputs, (Node("xb", "astype", ("x",), {"dtype": compute}),
+                              Node("z", "layer_norm", ("xb",), {"normalized_shape": [16], "eps": 1e-5})), ("z",))
+
+    policy, model = graph("float16", "bfloat16"), graph("float32", "float32")
+    lost = judge(policy, model, input_values(Case(policy), 0), input_values(Case(model), 0))
+    assert lost is not None and lost.culprit == "xb" and lost.origin == "x" and lost.origin_loss > 0.5
+    f = finding("torch/autocast", "autocast-bf16", policy, lost, 0)
+    assert f.node == "x" and f.ops == ["layer_norm"]  # x's first use past the policy's cast
+    assert "the loss starts at the float16 rounding of input `x`" in f.message
+    assert f.details["fix"].startswith("pass `x` as float32, and compute `xb`")
 
 
 def test_regression_an_error_cpu_autocast_raises_too_is_pytorchs_bug_not_torch_xlas() -> None:
@@ -909,15 +932,16 @@ def test_regression_a_contraction_some_fp32_order_overflows_is_not_judged_finite
 
 def test_regression_a_precision_hazard_is_named_where_the_rounding_is_made_not_at_a_cat_carrying_it() -> None:
     """triage14 3aba8c8efd: a float16 RoPE table (positions near 4057) lost 0.21 of q_rot; the hazard named `emb`, a
-    cat of `angles` with itself, which rounds nothing. Layout ops move rounded values: the hazard names `angles`."""
+    cat of `angles` with itself, which rounds nothing. Layout ops move rounded values: the rounding is `angles`'. And
+    the loss starts before it (triage17 #22): the float16 positions `pos_f` (4057 -> 4056) lose the answer alone."""
     from fuzzer.ir import load_case
 
     case = load_case(Path(__file__).parent / "fixtures" / "rope-positions-float16-3aba8c8efd.json")
     with ExecutorPool(["torch/eager"]) as pool:
         result = Checker(pool).check(case)
     (f,) = [f for f in result.findings if f.error_class == "precision"]
-    assert (f.kind, f.node, f.ops) == ("model-hazard", "angles", ["mul"]), f.message
-    assert "compute `emb` (cat)" in f.details["fix"]
+    assert (f.kind, f.node, f.ops) == ("model-hazard", "pos_f", ["mul"]), f.message
+    assert "`angles` (mul) carries it" in f.message and "compute `emb` (cat)" in f.details["fix"]
 
 
 def test_regression_a_title_says_the_repros_ratio_and_where_inf_nan_was_seen() -> None:
