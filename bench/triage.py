@@ -2,8 +2,9 @@
 
     python -m bench.triage results/fuzz --sample 25 --seed 0 [--unit bugs] > sample.md
 
-Each row: the finding's signature, its bug (kind, title), the minimized repro it points to, that script's
-exit status and last lines when run as a user would (`python -I`). The verdict column is for a person (or a
+Each row: the finding's signature, its bug, the finding's own kind and message and its own repro script (a bug's
+title and minimized repro describe the bug's representative, which can be another case: triage17), that script's
+exit status and last lines when run as a user would (`python -I`); for --unit bugs, the bug's title and repro. The verdict column is for a person (or a
 reviewer session) who checks the claim against PyTorch on the CPU; bench/TRIAGE.md keeps the filled table.
 """
 
@@ -48,18 +49,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     root = Path(args.dir)
     rows = sample(root, args.sample, args.seed, args.unit)
-    print(f"| # | {'finding | ' if args.unit == 'findings' else ''}bug | kind | title | repro | exit | output | verdict |")
+    what = "message" if args.unit == "findings" else "title"
+    print(f"| # | {'finding | ' if args.unit == 'findings' else ''}bug | kind | {what} | repro | exit | output | verdict |")
     print(f"|---|{'---|' if args.unit == 'findings' else ''}---|---|---|---|---|---|---|")
     for k, row in enumerate(rows, 1):
-        b = row["bug"] or {}
-        repro = b.get("repro") or (row.get("finding") or {}).get("repro")
+        b, f = row["bug"] or {}, row.get("finding")
+        repro = (f.get("repro") or b.get("repro")) if f else b.get("repro")
+        kind, text = (f.get("kind", "-"), f.get("message", "")) if f else (b.get("kind", "-"), b.get("title", ""))
         status, tail = (None, "not run")
         if repro and not args.no_run:
             status, tail = run_script(root / repro)
         cells = [str(k)]
         if args.unit == "findings":
             cells.append(f"`{row['finding']['signature']}`")
-        cells += [b.get("bug", "-"), b.get("kind", "-"), str(b.get("title", "")).replace("|", "/"), repro or "-",
+        cells += [b.get("bug", "-"), kind, str(text).replace("|", "/")[:400], repro or "-",
                   str(status), tail.replace("|", "/")[:300], ""]
         print("| " + " | ".join(cells) + " |", flush=True)
     return 0
