@@ -124,7 +124,7 @@ def main():
         print("  expected (fp64 reference):", want.ravel()[:4], flush=True)
         print("  actual:                   ", out.ravel()[:4], flush=True)
         if worst >= 0 and out.shape == want.shape:
-            print(f"  worst element {{worst}}: expected {{want.ravel()[worst]:.8g}}, got {{out.ravel()[worst]:.8g}}; "
+            print(f"  worst element {{worst}}: expected {{float(want.ravel()[worst]):.8g}}, got {{float(out.ravel()[worst]):.8g}}; "
                   f"max error {{max_ulp:.1f}} ULP of {{computed}}, {{ratio:.3g}}x the allowed error", flush=True)
         if dtype != declared and JUDGE_DTYPES:
             print(f"  FAIL: output dtype {{dtype}}, declared {{declared}}", flush=True)

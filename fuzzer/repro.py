@@ -566,7 +566,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
             "nan=np.inf)  # in ULPs"]) + [
             "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
             "k = int(ulps.argmax())",
-            "print(f\"@where[{k}]: expected {@expected.ravel()[k]:.6g}, got {@actual.ravel()[k]:.6g}; max error "
+            "print(f\"@where[{k}]: expected {float(@expected.ravel()[k]):.6g}, got {float(@actual.ravel()[k]):.6g}; max error "
             "{diff.max():.4g} ({ulps.max():.3g} ULP)" + (" with PASSES, {np.abs(@off.astype(np.float64) - @expected).max():.4g} without"
                                    if mine else "") + ", \"",
             "      f\"{np.abs(@control.astype(np.float64) - @expected).max():.4g} with float32 internals; "
