@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # test processes (pytest-xdist): CI has 2 cores; `make test PYTEST_WORKERS=0` runs in one process
 PYTEST_WORKERS ?= 2
 
-.PHONY: install install-ray install-zoo fuzz test test-fast smoke bench zoo report clean
+.PHONY: install install-ray install-zoo fuzz test test-all test-slow smoke bench zoo report clean
 
 install: $(STAMP)
 
@@ -37,11 +37,17 @@ $(ZOO_STAMP): pyproject.toml $(STAMP)
 fuzz: install
 	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
 
+# the suite CI runs at every stop (.ci/run): every test but those marked `slow` (whole campaigns, kill -9 resumes,
+# Ray clusters, audits of model blocks: each over ~20 s on 2 cores), in under 12 minutes with the install
 test: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=20 -m "not slow" $(PYTEST_ARGS)
 
-test-fast: install
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
+# the slow tier alone, and everything (before a release, after a change to the campaign, the audit or the lanes)
+test-slow: install
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=20 -m slow $(PYTEST_ARGS)
+
+test-all: install
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 smoke: install
 	$(BIN)/precfuzz smoke --junit results/smoke/junit.xml

@@ -147,6 +147,7 @@ DESIGN_BUG_FIELDS = {"bug", "title", "kind", "backend", "ops", "error_class", "s
                      "repro", "nodes", "first_seen_s", "count"}
 
 
+@pytest.mark.slow
 def test_bugs_are_minimized_first_and_merged_by_their_minimized_key(tmp_path: Path) -> None:
     """The two crash bugs (op sets exp+mul and mul+neg) minimize to `mul` alone: one bug."""
     Campaign(config(tmp_path, minimize=True, minimize_budget_s=60.0), quiet()).run()

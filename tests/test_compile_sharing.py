@@ -49,6 +49,7 @@ def results(case):
     return out
 
 
+@pytest.mark.slow
 def test_off_mode_compiles_every_test_on_its_own(case, results) -> None:
     for name in EXECUTORS:
         outs = results["off"].outcomes[name]
@@ -58,6 +59,7 @@ def test_off_mode_compiles_every_test_on_its_own(case, results) -> None:
         assert all(compile_seconds(o, k) > 0 for k, o in enumerate(outs)), name
 
 
+@pytest.mark.slow
 def test_on_mode_compiles_once_per_case(results) -> None:
     for name in EXECUTORS:
         outs = results["on"].outcomes[name]
@@ -65,6 +67,7 @@ def test_on_mode_compiles_once_per_case(results) -> None:
         assert all(compile_seconds(o, k) == 0 for k, o in enumerate(outs) if k), name
 
 
+@pytest.mark.slow
 def test_off_and_on_give_the_same_outcomes_and_findings(results) -> None:
     off, on = results["off"], results["on"]
     assert sorted(f.signature for f in off.findings) == sorted(f.signature for f in on.findings)

@@ -107,6 +107,7 @@ def test_minimize_never_replaces_a_users_file(where: str, faulty: Path, workdir:
     assert (workdir / name).read_text() == "precious\n" and sorted(os.listdir(workdir)) == before
 
 
+@pytest.mark.slow
 def test_minimize_replaces_its_own_case_and_force_replaces_any(faulty: Path, workdir: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["minimize", "case.json", "--executors", "debug/faults", "--quiet", "--max-seconds", "20"]

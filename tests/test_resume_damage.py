@@ -141,6 +141,7 @@ def test_minimizer_goes_on_when_the_bugs_folder_is_taken_by_a_file(twins: Path) 
     assert (twins / "bugs" / bug["bug"]).read_text() == "in the way"
 
 
+@pytest.mark.slow
 def test_regression_a_deleted_bugs_folder_is_minimized_again(twins: Path) -> None:
     """bugs/ deleted after its bug was minimized: the resume said nothing and bugs.jsonl pointed at missing files."""
     _, bug = resume_minimizing(twins)
@@ -253,7 +254,7 @@ Campaign(cfg).run()
 """
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # two lanes: the slow tier
 def test_kill_minus_9_at_random_moments_every_counted_test_has_its_row(workers: int, tmp_path: Path) -> None:
     """Random kills of a campaign, each followed by a resume that runs nothing more: state.json counted 86 tests
     while runs.parquet held 82 rows (rows were written every 500 rows or 30 s, counted at once). Now each case's

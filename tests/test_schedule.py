@@ -160,6 +160,7 @@ def assignment(out: Path) -> dict[int, tuple[str, tuple[str, ...]]]:
     return out_
 
 
+@pytest.mark.slow
 def test_adaptive_campaign_is_the_same_with_two_lanes_and_across_a_resume(tmp_path: Path) -> None:
     one = tmp_path / "one"
     summary = Campaign(config(one), quiet()).run()
