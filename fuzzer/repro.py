@@ -462,6 +462,8 @@ def _precision_script(case: Case, finding: Finding, ex: Any, title: str, set_ind
                 f"[{k}].double()",
                 "    expected = model32(*[t.float() if torch.is_tensor(t) and t.is_floating_point() else t "
                 f"for t in inputs])[{k}].double()  # the model in float32",
+                "keep = torch.isfinite(expected)  # the elements the float32 model answers (NaN there is no loss)",
+                "actual, expected = actual[keep], expected[keep]",
                 "loss = ((actual - expected).pow(2).mean().sqrt() / expected.pow(2).mean().sqrt()).item()",
                 f"print(f'{comment(finding.output)}: relative RMS error {{loss:.3g}} against the float32 model, in "
                 f"PyTorch eager on the CPU; fix: ' + {fix!r})",

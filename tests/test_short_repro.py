@@ -323,3 +323,19 @@ def test_regression_a_nan_the_float64_module_gives_too_is_no_bug_of_the_short_tv
     assert "NaN and inf agree" in text
     out = run_alone(path)
     assert out.returncode == 0 and "expected nan, got nan" in out.stdout, out.stdout + out.stderr
+
+
+def test_regression_a_precision_hazards_script_leaves_out_what_the_float32_model_gives_nan() -> None:
+    """triage17 b3dad78eab: a bfloat16 conv3d + rsqrt hazard (0.086 of the output lost) whose minimized repro printed
+    'relative RMS error nan' and exited 0: rsqrt of the negative conv outputs is NaN in the float32 model too. The
+    oracle measures the elements the float32 model answers; the script now does the same and shows the bug."""
+    import tempfile
+
+    case = load_case(Path(__file__).resolve().parent / "fixtures" / "precision-rsqrt-nan-b3dad78eab.json")
+    f = Finding("model-hazard", "torch/eager", ["conv3d"], ["bfloat16"], "precision", "loses 0.086", kind="model-hazard",
+                input_set=0, output="rsqrt1", node="conv1", details={"fix": "compute `conv1` (conv3d) in float32"})
+    with tempfile.TemporaryDirectory() as d:
+        path, text = script_for(case, f, Path(d))
+        standalone(text)
+        proc = run_alone(path)
+    assert proc.returncode == 1 and "relative RMS error nan" not in proc.stdout, proc.stdout + proc.stderr[-2000:]
