@@ -223,3 +223,18 @@ def test_regression_a_timeout_bug_is_not_minimized_in_the_campaign(tmp_path: Pat
     (hang,) = [b for b in bugs if b["error_class"] == "timeout"]
     assert hang["minimize_tried"] and not hang["minimized"] and not hang["confirmed"]
     assert hang["note"].startswith("not minimized: each check of a timeout waits 2 s") and "minimize_s" not in hang
+
+
+def test_regression_a_hazard_findings_script_shows_the_hazard_in_eager(tmp_path: Path) -> None:
+    """triage17 sample: the scripts of model-hazard findings (#6, #13, #16, #20, #22, #23) were the backend's full
+    oracle, which passes (the backend is fine; eager raises or loses the answer), so they exited 0 and showed
+    nothing of the hazard. A hazard finding's record now points to its short script, which runs eager."""
+    from fuzzer.artifacts import run_script
+    from fuzzer.ir import load_case
+
+    rope = load_case(Path(__file__).parent / "fixtures" / "rope-positions-float16-3aba8c8efd.json")
+    Campaign(config(tmp_path, executors=["torch/eager"], generate=lambda seed, index: rope, max_tests=2), quiet()).run()
+    (hazard,) = [r for r in findings(tmp_path) if r["kind"] == "model-hazard"]
+    assert hazard["repro"].endswith("/repro.py") and (tmp_path / hazard["repro"]).with_name("repro_full.py").exists()
+    status, tail = run_script(tmp_path / hazard["repro"])
+    assert status == 1 and "relative RMS error" in tail, tail

@@ -674,16 +674,18 @@ class Campaign:
 
     def _save(self, finding: Finding, case: Case, pool: Lane | ExecutorPool, folder: Path, first_seen: float,
               bug: str, key: str, original: Path | None) -> dict[str, Any]:
-        """Write the finding's raw case and its full-oracle script; return its record (count 1)."""
+        """Write the finding's raw case and its full-oracle script (a model hazard's short script too: what eager
+        raises or loses, which the backend's script does not show); return its record (count 1)."""
+        hazard = finding.kind == "model-hazard"
         art = write_finding(folder, case, finding, self.describe(finding.executor, pool),
-                            f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}", short=False)
+                            f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}", short=hazard)
         rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
         rec = {
             "signature": finding.signature, "oracle": finding.oracle, "kind": finding.kind, "executor": finding.executor,
             "variant": finding.variant, "backend": finding.backend, "ops": finding.ops, "dtypes": finding.dtypes,
             "error_class": finding.error_class, "against": finding.against, "ratio": finding.ratio,
             "max_ulp": finding.max_ulp, "message": finding.message, "node": finding.node, "title": art.title,
-            "case": rel(art.case), "case_id": case.id, "nodes": len(case.graph.nodes), "repro": rel(art.repro_full),
+            "case": rel(art.case), "case_id": case.id, "nodes": len(case.graph.nodes), "repro": rel(art.repro or art.repro_full),
             "report": rel(art.report), "original": rel(original), "count": 1,
             "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "bug_key": key,
             "input_set": finding.input_set,
