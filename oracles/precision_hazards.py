@@ -52,7 +52,7 @@ def relative_rms(value: np.ndarray, exact: np.ndarray) -> float:
     keep = np.isfinite(e)
     if not keep.any():
         return 0.0
-    scale = float(np.sqrt(np.mean(e[keep] ** 2)))
+    scale = _scale(e)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.abs(v[keep] - e[keep])
     if not np.all(np.isfinite(err)):
@@ -124,9 +124,10 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
     if best is None or not best[0] * FIX_GAIN <= loss:
         return None
     fixed, culprit = best
+    cone = _cone(policy, culprit, low)
     origin, alone = _origin(policy, policy_inputs, model_inputs, exact, inputs, low,
                             [v for v in [i.name for i in policy.inputs if i.name in inputs] + nodes
-                             if v in _cone(policy, culprit, low) and v != culprit])
+                             if v in cone and v != culprit])
     return PrecisionLoss(loss, output, culprit, culprit in inputs, typed.values[culprit].dtype, fixed,
                          rounded_at(policy, culprit, low), origin, alone)
 
@@ -195,7 +196,7 @@ def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input
         what = f"input `{carrier}`" if carrier in inputs else f"`{carrier}` ({consumer_op(graph, carrier)})"
         start = lost.origin
         start_op = consumer_op(graph, start)
-        dtype = next((i.dtype for i in graph.inputs if i.name == start), None) or infer(graph).values[start].dtype
+        dtype = infer(graph).values[start].dtype
         made = next((n for n in graph.nodes if n.id == start), None)
         first = (f"input `{start}`" if start in inputs else f"`{start}` (a cast)" if made is not None and
                  is_cast(made.op) else f"`{start}` ({start_op})")

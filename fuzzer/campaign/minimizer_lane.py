@@ -73,15 +73,15 @@ class MinimizerLane:
             budget = min(budget, self.c.cfg.time_s - (time.monotonic() - self.c.t_start))
         if budget < 5.0:
             return
+        if bug.error_class == "timeout":  # every check of it waits the whole timeout: the lane would stall
+            self._leave(bid, f"not minimized: each check of a timeout waits {self.c.cfg.timeout_s:g} s (triage17: one "
+                             "held the minimizer lane for 23 minutes); `precfuzz minimize` can take it offline")
+            return
         t0 = time.monotonic()
         found = self._original(bid, recs)
         if found is None:
             return
         rec, original = found
-        if rec.get("error_class") == "timeout":  # every check of it waits the whole timeout: the lane would stall
-            self._leave(bid, f"not minimized: each check of a timeout waits {self.c.cfg.timeout_s:g} s (triage17: one "
-                             "held the minimizer lane for 15 minutes); `precfuzz minimize` can take it offline")
-            return
         finding: Finding | None = None
         try:
             hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
