@@ -32,6 +32,7 @@ from .ir import Graph, Input, Node, graph_to_json
 
 _HEADER = struct.Struct("<Q")
 PARENT_ENV = "PRECFUZZ_PARENT_PID"  # tells a worker which process to die with
+ANSWERED = "answered_at"  # a warm-up outcome's info: time.monotonic() in the worker when it answered (one clock per host)
 STARTUP_S = 300.0  # the least a fresh worker gets to load its backend (imports, device client, first compile)
 
 
@@ -136,6 +137,8 @@ class WorkerProcess:
     calls: int = field(default=0, init=False)
     restarts: int = field(default=0, init=False)
     pending: int = field(default=0, init=False)  # replies to `prime` requests not read yet
+    spawned: float = field(default=0.0, init=False)  # time.monotonic() of the last start
+    loads: list[tuple[float, float]] = field(default_factory=list, init=False)  # (spawned, warm-up answered), monotonic
     _log: Any = field(default=None, init=False)
     _log_path: Path | None = field(default=None, init=False)
 
@@ -154,6 +157,7 @@ class WorkerProcess:
             [sys.executable, "-m", "fuzzer.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._log, env=env, start_new_session=True,
         )
+        self.spawned = time.monotonic()
         self.calls = 0
         self.pending = 0
 
@@ -179,8 +183,11 @@ class WorkerProcess:
         fd = self.proc.stdout.fileno()
         while self.pending:
             (size,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
-            _read_exact(fd, size, deadline)
+            reply = pickle.loads(_read_exact(fd, size, deadline))
             self.pending -= 1
+            done = reply[0].info.get(ANSWERED) if isinstance(reply, list) and reply else None
+            if isinstance(done, float) and done >= self.spawned:
+                self.loads.append((self.spawned, done))
 
     @property
     def alive(self) -> bool:
@@ -267,6 +274,16 @@ class WorkerProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def covered_seconds(spans: list[tuple[float, float]]) -> float:
+    """Length of the union of the (start, end) spans: wall time in which at least one of them ran."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(spans):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
 
 
 def env_key(env: dict[str, str]) -> str:
@@ -372,7 +389,14 @@ class ExecutorPool:
     @staticmethod
     def _warm_up(name: str) -> dict[str, Any]:
         """The request that loads executor `name`'s backend in a fresh worker: a two-element add."""
-        return {"op": "run", "executor": name, "graph": graph_to_json(WARM_UP), "inputs": [{"x": np.ones(2)}]}
+        return {"op": "run", "executor": name, "graph": graph_to_json(WARM_UP), "inputs": [{"x": np.ones(2)}],
+                "warm_up": True}
+
+    def load_seconds(self) -> float:
+        """Wall seconds in which at least one of the pool's workers was loading its backend (spawn to its warm-up's
+        answer: interpreter, imports, device client, first compile), restarts included; a load still under way,
+        or one whose answer was never read, is not counted."""
+        return covered_seconds([span for w in self.workers.values() for span in w.loads])
 
     def close(self) -> None:
         """Stop every worker (all are asked first, so their exits overlap)."""

@@ -13,7 +13,7 @@ from typing import Any
 from . import outcome as oc
 from .executors import create
 from .ir import graph_from_json
-from .isolation import PARENT_ENV, read_frame, write_frame
+from .isolation import ANSWERED, PARENT_ENV, read_frame, write_frame
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 WATCH_S = 0.5
@@ -85,7 +85,11 @@ def main() -> None:
         except ValueError as exc:  # IRError, PassSequenceError: a value, like every other failure; the worker stays up
             write_frame(channel_out, [oc.error("compile", type(exc).__name__, str(exc))] * len(request["inputs"]))
             continue
-        write_frame(channel_out, run_request(ex, graph, request["inputs"]))
+        outs = run_request(ex, graph, request["inputs"])
+        if request.get("warm_up"):  # ExecutorPool.load_seconds: when this worker had loaded its backend
+            for o in outs:
+                o.info[ANSWERED] = time.monotonic()
+        write_frame(channel_out, outs)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fuzzer.campaign.lanes import LocalLanes
 from fuzzer.check import Checker
 from fuzzer.ir import Case, Graph, Input, Node, input_values
-from fuzzer.isolation import ExecutorPool
+from fuzzer.isolation import ExecutorPool, covered_seconds
 
 
 def fault_case(fault: float) -> Case:
@@ -76,6 +77,40 @@ def test_worker_recycles_after_max_calls() -> None:
         assert pool.restarts() == 0  # recycling is a clean stop, not a failure
         (worker,) = pool.workers.values()
         assert worker.calls == 1
+
+
+def test_the_union_of_load_spans_counts_overlapping_loads_once() -> None:
+    assert covered_seconds([]) == 0.0
+    assert covered_seconds([(5.0, 6.0), (0.0, 2.0), (1.0, 3.0), (1.5, 2.5)]) == 4.0
+
+
+def test_a_pools_backend_load_is_measured_at_each_worker_start() -> None:
+    """make bench separates the workers' backend loads from precfuzz's own time (issue 21): each start, the first
+    and every recycling, leaves one span from spawn to its warm-up's answer, inside the wall time around it."""
+    t0 = time.monotonic()
+    with ExecutorPool(["debug/faults"], timeout=5.0, max_calls=2) as pool:
+        for _ in range(5):
+            assert run(pool, 0.0).status == "ok"
+        wall = time.monotonic() - t0
+        (worker,) = pool.workers.values()
+        assert len(worker.loads) == 3  # calls 1, 3 and 5 start a worker
+        assert all(t0 <= a < b <= t0 + wall for a, b in worker.loads)
+        assert 0.0 < pool.load_seconds() <= wall
+
+
+def test_a_campaign_lane_starts_its_workers_loading_side_by_side(tmp_path: Path) -> None:
+    """Issue 21: a lane's workers loaded one after the other as the first case reached each executor (the bench's
+    first case took 20 s, 19 of them loads); a lane now primes every worker when it opens."""
+    names = ["debug/faults", "torch/eager", "reference"]
+    lane = LocalLanes(1, names, 60.0, 400, tmp_path, lambda k: {}).open(0)
+    try:
+        assert lane.alive() == 2  # spawned before any case: the faults worker and the torch worker
+        assert sum(w.pending for w in lane.pool.workers.values()) == 2
+        result = lane.check(fault_case(0.0))
+        assert result.outcomes["torch/eager"][0].status == "ok"
+        assert lane.load_s() > 0.0
+    finally:
+        lane.close()
 
 
 ORPHAN = """

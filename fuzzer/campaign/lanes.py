@@ -44,6 +44,9 @@ class Lane(Protocol):
     def restarts(self) -> int:
         """Backend worker restarts so far."""
 
+    def load_s(self) -> float:
+        """Wall seconds the lane's workers spent loading their backends so far (ExecutorPool.load_seconds)."""
+
     def replace(self) -> str | None:
         """Start a fresh process for a lost lane: None when it is ready, else why not (the lane ends)."""
 
@@ -92,6 +95,10 @@ class LocalLane:
         """Worker restarts so far."""
         return self.pool.restarts()
 
+    def load_s(self) -> float:
+        """Seconds the workers spent loading their backends."""
+        return self.pool.load_seconds()
+
     def replace(self) -> str | None:
         """A local lane is never lost (its workers restart on their own)."""
         return "a local lane cannot be replaced"
@@ -114,9 +121,12 @@ class LocalLanes:
         self.env_of = env_of  # lane number -> extra environment
 
     def open(self, lane: int) -> LocalLane:
-        """A fresh pool for lane `lane`."""
-        return LocalLane(ExecutorPool(self.executors, timeout=self.timeout_s, max_calls=self.max_calls,
-                                      log_dir=self.log_dir, extra_env=self.env_of(lane)))
+        """A fresh pool for lane `lane`, its workers loading their backends side by side (the first case's
+        executors then wait for the slowest load, not for the sum of them)."""
+        pool = ExecutorPool(self.executors, timeout=self.timeout_s, max_calls=self.max_calls, log_dir=self.log_dir,
+                            extra_env=self.env_of(lane))
+        pool.prime()
+        return LocalLane(pool)
 
     def describe(self) -> str:
         """The lanes' line."""

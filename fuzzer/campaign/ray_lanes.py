@@ -126,6 +126,7 @@ class LaneWorker:
         self.executors = list(executors)
         log_dir = Path(tempfile.gettempdir()) / "precfuzz-ray" / log_name
         self.pool = ExecutorPool(self.executors, timeout=timeout_s, max_calls=max_calls, log_dir=log_dir)
+        self.pool.prime()  # the workers load side by side while the driver checks ready()
         self.checker = Checker(self.pool)
 
     def ready(self) -> dict[str, Any]:
@@ -144,15 +145,16 @@ class LaneWorker:
                 "worker_code": workers,
                 "cores": os.environ.get("NEURON_RT_VISIBLE_CORES", ""), "unavailable": missing}
 
-    def check(self, case: Case, executors: list[str] | None = None) -> tuple[str, Any, str, int, int]:
-        """('ok', result, '', alive, restarts), or ('error', error line, traceback, ...) when precfuzz failed."""
+    def check(self, case: Case, executors: list[str] | None = None) -> tuple[str, Any, str, int, int, float]:
+        """('ok', result, '', alive, restarts, load_s), or ('error', error line, traceback, ...) when precfuzz
+        failed."""
         try:
             result: Any = self.checker.check(case, executors)
             status, tb = "ok", ""
         except Exception as exc:  # noqa: BLE001 - handed to the driver as a value, like a local internal error
             result = f"{type(exc).__name__}: {exc}"
             status, tb = "error", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return status, result, tb, self.pool.alive(), self.pool.restarts()
+        return status, result, tb, self.pool.alive(), self.pool.restarts(), self.pool.load_seconds()
 
     def describe(self, name: str) -> dict[str, Any]:
         """The executor's description, read on this node."""
@@ -185,6 +187,8 @@ class RayLane:
         self._alive = 0
         self._restarts_before = 0  # worker restarts of this lane's earlier actors
         self._restarts = 0
+        self._load_before = 0.0  # backend load seconds of this lane's earlier actors
+        self._load = 0.0
 
     def launch(self) -> Any:
         """Create the actor; returns the reference of its ready() answer."""
@@ -211,13 +215,13 @@ class RayLane:
 
         try:
             call = self.actor.check.remote(case, executors)
-            status, result, tb, alive, restarts = ray.get(call)
+            status, result, tb, alive, restarts, load = ray.get(call)
         except _lost_errors() as exc:
             self._alive = 0
             raise LaneLost(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}") from None
         except ray.exceptions.RayTaskError as exc:  # the actor method itself failed (not precfuzz's checker)
             raise RemoteCheckError(f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}", str(exc)[-4000:]) from None
-        self._alive, self._restarts = alive, restarts
+        self._alive, self._restarts, self._load = alive, restarts, load
         if status != "ok":
             raise RemoteCheckError(result, tb)
         return result
@@ -239,6 +243,10 @@ class RayLane:
         """Worker restarts over this lane's actors, plus one per replaced actor."""
         return self._restarts_before + self._restarts + self.replacements
 
+    def load_s(self) -> float:
+        """Backend load seconds over this lane's actors (as of their last answers)."""
+        return self._load_before + self._load
+
     def replace(self) -> str | None:
         """Kill what is left of the actor and start another: None when it is ready, else why not."""
         import ray
@@ -249,6 +257,8 @@ class RayLane:
         self.replacements += 1
         self._restarts_before += self._restarts
         self._restarts = 0
+        self._load_before += self._load
+        self._load = 0.0
         try:
             info = ray.get(self.launch(), timeout=READY_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - the lane ends with the reason

@@ -120,6 +120,7 @@ class CampaignSummary:
     backend_s: float
     per_executor: dict[str, dict[str, float]] = field(default_factory=dict)
     stopped_by: str = ""
+    load_s: float = 0.0  # wall seconds the lanes' workers spent loading their backends (summed over lanes)
 
 
 def lane_env(lane: int, executors: list[str]) -> dict[str, str]:
@@ -559,6 +560,7 @@ class Campaign:
                     self.dirty = True
                     self.alive[lane] = runner.alive()
                     self.restarts[lane] = runner.restarts()
+                    self.load_s[lane] = runner.load_s()
                 if len(journal.rows) >= 500 or time.monotonic() - journal.since > 30:
                     self._seal(journal)
             self._seal(journal)
@@ -734,6 +736,7 @@ class Campaign:
         n = self.lanes.count
         self.alive = [0] * n
         self.restarts = [0] * n
+        self.load_s = [0.0] * n
         made = [create(e) for e in self.cfg.executors]
         self.n_backend_workers = n * len({(x.group, tuple(sorted(x.env().items()))) for x in made if x.isolated})
         cases0, tests0 = self.state.cases, self.state.tests
@@ -790,7 +793,7 @@ class Campaign:
                     for name in self.cfg.executors}
         return CampaignSummary(self.state.cases - cases0, self.state.tests - tests0, len(self.findings),
                                self.new_findings, len(self.book.live()), self.new_bugs, time.monotonic() - self.t_start,
-                               float(sum(self.backend_s.values())), per_exec, stopped_by)
+                               float(sum(self.backend_s.values())), per_exec, stopped_by, float(sum(self.load_s)))
 
 
 def command_line(argv: list[str]) -> str:

@@ -38,6 +38,7 @@ def helpers(fn: FunctionType, seen: dict[str, Any]) -> None:
 
 
 _SNAPSHOT: dict[str, list[str]] = {}  # file -> its lines as this process first read them
+_BLOCKS: dict[tuple[str, int, str], str] = {}  # (file, first line, name) -> the function's block in the snapshot
 
 
 def snapshot_loaded() -> None:
@@ -56,8 +57,10 @@ def function_source(fn: FunctionType) -> str:
     file = fn.__code__.co_filename
     if file not in _SNAPSHOT:
         _SNAPSHOT[file] = list(linecache.getlines(file))
-    block = "".join(inspect.getblock(_SNAPSHOT[file][fn.__code__.co_firstlineno - 1:]))
-    text = block
+    key = (file, fn.__code__.co_firstlineno, fn.__name__)
+    if key not in _BLOCKS:  # the snapshot never changes: each function is tokenized once per process
+        _BLOCKS[key] = "".join(inspect.getblock(_SNAPSHOT[file][fn.__code__.co_firstlineno - 1:]))
+    text = _BLOCKS[key]
     if not text.lstrip().startswith((f"def {fn.__name__}(", "@")):
         raise RuntimeError(f"the source of {fn.__module__}.{fn.__name__} changed on disk since precfuzz started: "
                            "restart it to write repro scripts")
