@@ -9,11 +9,16 @@ not get to). Backends run in subprocesses, so the GIL only serializes generation
 the oracles. The state needed to resume (generator position, cases handed out but unfinished, counters) is
 flushed atomically every few seconds and at every new finding; a case interrupted by `kill -9` is simply run
 again on resume, and the case of a lost Ray actor goes back to the queue at once.
+
+The runner wires parts that each own their state: the work queue (work_queue), the schedule's bookkeeping
+(schedule_book), the finding and bug books (finding_book, bug_book), the minimizer lane (minimizer_lane), the
+store and its repairs on resume (store, recovery), and the lanes (lanes, ray_lanes). Lock order: one lock, the
+campaign's, guards the books, the queue and the schedule; no part holds it while a backend runs, a case is
+minimized or a script is written; the one lock taken under it is the store's own, innermost (it holds no other).
 """
 
 from __future__ import annotations
 
-import json
 import shlex
 import threading
 import time
@@ -24,52 +29,36 @@ from typing import Any, Callable, Iterator
 
 from oracles.bugs import case_keys, error_family
 from oracles.findings import Finding
-from oracles.vocabulary import ExecutorName
 
 from ..artifacts import write_finding
-from ..check import SEMANTIC_ORACLE, CheckResult
-from ..executors import ORACLE_EXECUTORS, create
+from ..check import CheckResult
+from ..executors import create
 from ..ir import Case, load_case, save_case
 from ..isolation import ExecutorPool
 from ..outcome import compile_seconds, compiles
-from ..outfiles import MANIFEST, kind_of, not_regular
 from .bug_book import BugBook
 from .finding_book import FindingBook
 from .lanes import Lane, LaneLost, Lanes, LocalLanes, RemoteCheckError
 from .minimizer_lane import INTERNAL_ERRORS, ORIGINAL, MinimizerLane
 from .progress import Progress, Snapshot
-from .schedule import (
-    BLOCK,
-    LAG,
-    SCHEDULES,
-    BlockPlan,
-    CaseResult,
-    Planner,
-    Stats,
-    valid_result,
-)
+from .recovery import check_files, recover_runs, repair_bugs, restore_findings
+from .schedule import SCHEDULES
+from .schedule_book import ScheduleBook, default_block
 from .state import STATE_VERSION, CampaignState
 from .store import (
-    BUGS,
-    FINDINGS,
+    DAMAGED_FILES,
+    LANE_EVENTS,
+    RECORD,
+    SCHEDULE,
     CampaignStore,
     RunsJournal,
     StoreError,
     atomic_write,
     dumps,
-    valid_record,
 )
 from .work_queue import WorkQueue
 
-LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
-ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
-MAX_LOST = 1_000_000  # finished cases whose results may be missing from arm-results.jsonl (each is run again)
-FOLDERS = {"findings": "findings' cases and scripts", "bugs": "bugs' minimized cases and scripts",
-           "logs": "backend workers' logs"}  # (runs.parquet: the store checks it)
-RECORD = "finding.json"  # findings/<id>/finding.json: the finding's record as first saved (findings.jsonl rebuilds from it)
-DAMAGED_FILES = "damaged-files.jsonl"  # campaign files found damaged or missing, and what was done (re-derived, set aside)
 MINIMIZING = "time (minimizing the bugs found)"  # the stop reason while the minimizer has the end of the run
-SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
 
 
 class CampaignError(Exception):
@@ -168,10 +157,12 @@ class Campaign:
         self.internal_errors = 0
         self.lanes_ended = 0  # lanes that ended because their Ray actor was lost for good
         try:
-            self._check_files()
+            check_files(self.store)
             self._load()
             self.lanes: Lanes = self._open_lanes()
-            self._load_schedule()
+            families = (self.cfg.families or _base_families()) if self.steer else None
+            self.schedule = ScheduleBook(self.store, self.state, self.work, self.cfg.executors, families,
+                                         default_block(self.lanes.count, self.cfg.schedule_block), self.lock)
         except BaseException as exc:
             if hasattr(self, "lanes"):
                 self.lanes.close()
@@ -179,27 +170,6 @@ class Campaign:
             if isinstance(exc, StoreError):
                 raise CampaignError(str(exc)) from None
             raise
-
-    def _check_files(self) -> None:
-        """Before any case runs: each campaign file that exists is a regular file and each campaign folder a
-        directory (a directory, FIFO or device in a file's place, or a file in a folder's, would only fail, or
-        block, when first written, after the work it records was done)."""
-        root = self.store.root
-        for name in (SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, DAMAGED_FILES, MANIFEST,  # the store
-                     *(f"{n}.damaged" for n in (FINDINGS, BUGS, ARM_RESULTS))):  # checks state and findings
-            what = not_regular(root / name)
-            if what is not None:
-                raise CampaignError(f"{root / name} is {what}, not a regular file; move it away to go on")
-        for name in FOLDERS:
-            path = root / name
-            if path.is_symlink() and path.is_dir():  # its files would be written in someone else's folder (#433)
-                raise CampaignError(f"{path} is a symbolic link to {path.resolve()}; precfuzz writes the campaign's "
-                                    f"{FOLDERS[name]} there: put the folder itself there (or move the link away) to go on")
-            if (path.exists() or path.is_symlink()) and not path.is_dir():
-                what = "a link to nothing" if not path.exists() else (
-                    "a file" if path.is_file() else kind_of(path.stat().st_mode))
-                raise CampaignError(f"{path} is {what}, not a directory (it holds the campaign's {FOLDERS[name]}); "
-                                    "move it away to go on")
 
     def _open_lanes(self) -> Lanes:
         """Local lanes, or Ray lanes started and ready on the cluster (CampaignError if they cannot start)."""
@@ -244,42 +214,17 @@ class Campaign:
                 raise CampaignError(f"{self.store.root} holds a campaign with --schedule {self.state.schedule}, not "
                                     f"{wanted}: resume it with the same schedule (or none) or use another --out")
         self.findings.load(self.store.load_findings(), self.state.counts)
-        self._restore_findings()
+        restore_findings(self.store, self.findings, self.state.counts, self.damaged)
         self.state.counts = self.findings.counts()
         self.state.invocations += 1
         self.book = BugBook(self.store.load_bugs())
-        self._repair_bugs()
-        self._recover_runs()
+        repair_bugs(self.store, self.book, self.findings, self.damaged)
+        self.dirty = True
+        recover_runs(self.store, self.state, self.damaged)
         self.work = WorkQueue(self.state, sorted(self.cfg.seeds_dir.glob("*.json")) if self.cfg.seeds_dir else [])
         self.stop_reason = ""
         self.t_start = time.monotonic()
         self.elapsed_before = float(self.state.elapsed_s)
-
-    def _restore_findings(self) -> None:
-        """Findings state.json counts that findings.jsonl lacks (the file deleted, cut short or a line quarantined):
-        restored from their findings/<id>/finding.json, else said to be lost."""
-        lost = self.findings.lost(self.state.counts)
-        if not lost:
-            return
-        saved: dict[str, dict[str, Any]] = {}
-        folder = self.store.root / "findings"
-        for path in sorted(folder.glob(f"*/{RECORD}")) if folder.is_dir() else []:
-            try:
-                rec = json.loads(path.read_text()) if not path.is_symlink() else None
-            except (OSError, ValueError, RecursionError):
-                continue
-            if valid_record(rec):
-                saved.setdefault(rec["signature"], rec)
-        back = [s for s in lost if s in saved]
-        self.findings.load([saved[s] for s in back], self.state.counts)
-        gone = [s for s in lost if s not in saved]
-        if back:
-            self.damaged(f"{len(back)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
-                          "findings.jsonl lacks them", f"restored from findings/<id>/{RECORD} (as first saved)")
-        if gone:
-            self.damaged(f"{len(gone)} finding(s)", self.store.root / FINDINGS, "state.json counts them but "
-                          f"findings.jsonl lacks them and no findings/<id>/{RECORD} holds them ({gone[0]}"
-                          f"{', ...' if len(gone) > 1 else ''})", "their counts are dropped; a new hit records them again")
 
     def damaged(self, what: str, path: Path | str | None, problem: str, action: str) -> None:
         """Say that a campaign file is damaged or missing and what was done about it: a warning line and a record in
@@ -292,142 +237,11 @@ class Campaign:
             problem += f" (and {DAMAGED_FILES} cannot be written: {exc.strerror})"
         self.progress.warn(f"{what}: {problem}; {action} (kept in {DAMAGED_FILES})")
 
-    def _repair_bugs(self) -> None:
-        """Re-derive what a resume can: bugs findings.jsonl names that bugs.jsonl lacks (rebuilt from their
-        findings), a representative whose finding record is gone (another finding of the bug), a merge into a bug
-        that is gone (live again)."""
-        for bid in self.book.revived:
-            self.damaged(f"bug {bid}", self.store.root / BUGS, "it was merged into a bug bugs.jsonl lacks",
-                          "it is a bug of its own again")
-        rebuilt = self.book.rebuild(self.findings.in_order())
-        if rebuilt:
-            self.damaged(f"{len(rebuilt)} bug(s)", self.store.root / BUGS,
-                          f"findings.jsonl names them but bugs.jsonl lacks them ({', '.join(rebuilt[:5])}"
-                          f"{', ...' if len(rebuilt) > 5 else ''})", "rebuilt from their findings (they are minimized "
-                          "again)")
-        for bug in self.book.live():
-            if bug.representative in self.findings:
-                continue
-            others = self.book.representatives(bug, self.findings.records)
-            if others:
-                self.damaged(f"bug {bug.bug}", self.store.root / FINDINGS,
-                              f"its representative finding is not in findings.jsonl ({bug.representative})",
-                              f"represented by another of its findings ({others[0]})")
-                bug.representative = others[0]
-        for bug in self.book.live():  # a minimized bug whose bugs/<id>/ files are gone is minimized again
-            missing = [p for p in (bug.case, bug.repro) if bug.minimized and p and
-                       not (self.store.root / p).is_file()]
-            if missing:
-                self.damaged(f"bug {bug.bug}", self.store.root / missing[0], "its minimized files are missing",
-                              "it is minimized again")
-                bug.minimized = bug.confirmed = False
-                bug.note = "minimized files were missing on resume; minimized again"
-                bug.extra.pop("minimize_tried", None)
-        self.dirty = True
-
-    def _recover_runs(self) -> None:
-        """Seal the per-test rows a killed run journaled (the rows of cases the saved state counts; the others run
-        again), then make state.json's test count the rows runs.parquet holds."""
-        pending = {str(i) for i in self.state.pending}
-        done = {f"seed:{name}" for name in self.state.seeds_done}
-
-        def counted(item: str) -> bool:
-            if item.startswith("seed:"):
-                return item in done
-            return item.isdigit() and int(item) < self.state.next_index and item not in pending
-
-        self.store.recover_runs(counted)
-        if self.state.invocations > 1 or self.store.runs_dir.exists():
-            rows, aside = self.store.count_runs()
-            for path, why in aside:
-                self.damaged("runs.parquet", path, f"a chunk cannot be read ({why})",
-                              f"set aside as {path.name}, its rows not counted")
-            if rows != self.state.tests:
-                self.damaged("state.json", self.store.root / "state.json",
-                              f"it counts {self.state.tests} tests but runs.parquet holds {rows} rows",
-                              f"counting {rows}, the rows kept")
-                self.state.tests = rows
-
     def elapsed(self) -> float:
         """Campaign seconds across all invocations (first_seen_s is measured on this clock)."""
         return self.elapsed_before + time.monotonic() - self.t_start
 
     # ------------------------------------------------------------ schedule
-
-    def _load_schedule(self) -> None:
-        """The planner, and the results of finished case indices read back (adaptive: folded again on claims)."""
-        if self.state.schedule_block < 1:  # a new campaign (a resume keeps the blocks it started with)
-            self.state.schedule_block = max(1, int(self.cfg.schedule_block or max(BLOCK, 2 * self.lanes.count)))
-        self.block = self.state.schedule_block
-        executors = [e for e in self.cfg.executors if e not in ORACLE_EXECUTORS]
-        requires = {e: base for e in executors if (base := ExecutorName.parse(e).base) is not None}
-        families = (self.cfg.families or _base_families()) if self.steer else None
-        self.planner = Planner(self.cfg.seed, executors, families, pinned=[SEMANTIC_ORACLE], requires=requires,
-                               block_size=self.block)
-        self.adaptive = self.state.schedule == "adaptive"
-        self.stats = Stats()
-        self.plans: dict[int, BlockPlan] = {}
-        pending = set(self.work.pending)
-        self.results: dict[int, CaseResult] = {}
-        for rec in self.store.load_records(ARM_RESULTS, valid_result):
-            i = rec["index"]
-            if i < self.state.next_index and i not in pending:
-                self.results[i] = CaseResult.from_json(rec)  # a case run twice (killed before a flush): the last
-        if self.adaptive:  # a finished case whose result is lost is run again: later blocks are planned from it
-            self.work.add_pending(self._lost(pending))
-        self._fold()
-
-    def _lost(self, pending: set[int]) -> list[int]:
-        """Indices below next_index with neither a result nor a pending run, counted before any is listed: the
-        work is O(results + pending + lost), never O(next_index); CampaignError when more than MAX_LOST are lost."""
-        known = len(self.results) + sum(1 for i in pending if i not in self.results)  # all below next_index
-        missing = self.state.next_index - known
-        if missing > MAX_LOST:
-            raise CampaignError(f"{self.store.root / 'state.json'} is damaged: next_index {self.state.next_index} but "
-                                f"only {known} case results are kept ({ARM_RESULTS}); move state.json away to start "
-                                "the campaign over (findings.jsonl is kept)")
-        if missing <= 0:
-            return []
-        lost, i, taken = [], 0, sorted(set(self.results) | pending)
-        for k in taken + [self.state.next_index]:  # the gaps between kept indices
-            lost.extend(range(i, k))
-            i = k + 1
-        return lost
-
-    def _fold(self) -> None:
-        """Fold every whole block of finished cases not folded yet, in block order, planning the block each one
-        completes the data of (block k is planned from blocks <= k - LAG); call under the lock."""
-        if self.adaptive and self.stats.blocks == 0 and not self.plans:
-            for k in range(LAG):
-                self.plans[k] = self.planner.plan(k, self.stats)
-        while True:
-            first = self.stats.blocks * self.block
-            block = [self.results.get(i) for i in range(first, first + self.block)]
-            if any(r is None for r in block):
-                return
-            self.stats.fold([r for r in block if r is not None])
-            self.plans.pop(self.stats.blocks - 1, None)  # every case of it is done
-            if self.adaptive:
-                self.plans[self.stats.blocks + LAG - 1] = self.planner.plan(self.stats.blocks + LAG - 1, self.stats)
-
-    def _record_result(self, index: int, result: CheckResult, keys: dict[str, str]) -> None:
-        """Keep a finished case's result (`keys`: its findings' bug keys) for the schedule (arm-results.jsonl
-        first, then in memory)."""
-        found: dict[str, list[tuple[str, str]]] = {}
-        for f in result.findings:
-            found.setdefault(f.executor, []).append((f.signature, keys[f.signature]))
-        family = str(result.case.meta.get("family", ""))
-        rec = CaseResult(index, family, tuple(result.outcomes), {e: tuple(v) for e, v in found.items()})
-        self.store.append_record(ARM_RESULTS, rec.to_json(), sync=False)  # a lost line re-runs its case (_lost)
-        with self.lock:
-            self.results[index] = rec
-            self._fold()
-
-    def schedule_summary(self) -> dict[str, Any]:
-        """What schedule.json holds."""
-        with self.lock:
-            return {"schedule": self.state.schedule, "block": self.block, "lag": LAG, "steered": self.steer,
-                    "cases_recorded": len(self.results), **self.planner.summary(self.stats)}
 
     def flush(self, force: bool = False) -> None:
         """Write findings then state, atomically, if anything changed."""
@@ -441,7 +255,7 @@ class Campaign:
             self.state.counts = self.findings.counts()
             state = self.state.to_json()
             self.dirty = False
-        atomic_write(self.store.root / SCHEDULE, dumps(self.schedule_summary()) + "\n")
+        atomic_write(self.store.root / SCHEDULE, dumps(self.schedule.summary()) + "\n")
         self.store.save_findings(records)
         self.store.save_bugs(bugs)
         self.store.save_state(state)
@@ -480,14 +294,14 @@ class Campaign:
             if kind == "seed":
                 case = load_case(item)
             else:
-                if self.adaptive:
-                    plan = self.plans.get(item // self.block)
+                if self.schedule.adaptive:
+                    plan = self.schedule.plan_of(item)
                     if plan is None:
                         return "wait"
-                    family = plan.assignments[item % self.block].family
+                    family = plan.assignments[item % self.schedule.block].family
                     case = self.generate(self.cfg.seed, item, [family]) if self.steer and family else \
                         self.generate(self.cfg.seed, item)
-                    executors = self.planner.executors_for(plan, item, str(case.meta.get("family", "")))
+                    executors = self.schedule.planner.executors_for(plan, item, str(case.meta.get("family", "")))
                 else:
                     case = self.generate(self.cfg.seed, item)
             tests = len(self.cfg.executors if executors is None else executors) * len(case.input_sets)
@@ -546,7 +360,7 @@ class Campaign:
                 for finding in result.findings:
                     self._handle(finding, keys[finding.signature], result, runner)
                 if kind == "index":
-                    self._record_result(item, result, keys)
+                    self.schedule.record(item, result, keys)
                 with self.lock:
                     self.work.finish(kind, item, reserved)
                     self.state.tests += sum(len(v) for v in result.outcomes.values())

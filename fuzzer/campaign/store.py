@@ -36,6 +36,13 @@ RUNS = "runs.parquet"  # a directory of part-NNNNN*.parquet files, read with pan
 DAMAGED_PREFIX = ".damaged-"  # RUNS/.damaged-part-*.parquet: a chunk that could not be read, set aside
 JOURNAL_PREFIX = ".journal-"  # RUNS/.journal-<token>.jsonl: a lane's rows, written before they are counted
 LOCK = ".lock"
+LANE_EVENTS = "lane-events.jsonl"  # Ray lanes lost and replaced, one record each
+ARM_RESULTS = "arm-results.jsonl"  # per finished case index: family, executors run, (signature, bug key) found
+SCHEDULE = "schedule.json"  # the schedule, and per (family, executor) arm: tests, rewards, run probability
+RECORD = "finding.json"  # findings/<id>/finding.json: the finding's record as first saved (findings.jsonl rebuilds from it)
+DAMAGED_FILES = "damaged-files.jsonl"  # campaign files found damaged or missing, and what was done (re-derived, set aside)
+FOLDERS = {"findings": "findings' cases and scripts", "bugs": "bugs' minimized cases and scripts",
+           "logs": "backend workers' logs"}  # (runs.parquet: the store checks it)
 
 
 class StoreError(Exception):

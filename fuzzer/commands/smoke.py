@@ -9,15 +9,21 @@ import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
-from ..campaign.runner import (
-    ARM_RESULTS,
-    DAMAGED_FILES,
-    INTERNAL_ERRORS,
-    LANE_EVENTS,
-    SCHEDULE,
-)
+from ..campaign.minimizer_lane import INTERNAL_ERRORS
 from ..campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
-from ..campaign.store import BUGS, FINDINGS, LOCK, RUNS, STATE, DirLock, StoreError
+from ..campaign.store import (
+    ARM_RESULTS,
+    BUGS,
+    DAMAGED_FILES,
+    FINDINGS,
+    LANE_EVENTS,
+    LOCK,
+    RUNS,
+    SCHEDULE,
+    STATE,
+    DirLock,
+    StoreError,
+)
 from ..outfiles import MANIFEST, owned, replace_file
 from .common import (
     EXIT_FINDING,
