@@ -31,9 +31,7 @@ from .ir import (
     Case,
     Graph,
     IRError,
-    canonical,
     case_options,
-    graph_to_json,
     infer,
     input_values,
     redeclare,
@@ -203,7 +201,7 @@ class Checker:
             raise failed[0]
         t2 = time.perf_counter()
         subjects = [self.subject(n, graph, outcomes[n], ctx.options) for n in names]
-        keys = {s.name: canonical(graph_to_json(s.policy)) for s in subjects}
+        keys = {s.name: s.policy.text for s in subjects}
         eager = self._eager(graph, subjects, keys, sets, outcomes, ctx)
         findings: list[Finding] = []
         judgements: dict[str, list[OutputJudgement]] = {}
@@ -332,7 +330,7 @@ class Checker:
     @staticmethod
     def _numbers(numeric: Graph, sets: list[Values], numbers: dict[str, Numbers]) -> Numbers:
         """The exact answers and the ideals of `numeric` on every input set (computed once per numeric graph)."""
-        key = canonical(graph_to_json(numeric))
+        key = numeric.text
         if key not in numbers:
             ins = [rounded_inputs(numeric, v) for v in sets]
             numbers[key] = ([evaluate(numeric, v, rounded=False) for v in ins], [ideal_values(numeric, v) for v in ins])
@@ -354,7 +352,7 @@ class Checker:
                 continue
             ex = self.pool.executors[name].bind(ctx.options)
             numeric = ex.numeric_graph(case.graph)
-            key = canonical(graph_to_json(numeric))
+            key = numeric.text
             if key in seen:
                 continue
             seen.add(key)
@@ -379,7 +377,7 @@ class Checker:
             return {}
         runs: dict[str, list[Outcome]] = {}
         if self.semantic in outcomes:  # eager under test already ran the case graph
-            runs[canonical(graph_to_json(graph))] = outcomes[self.semantic]
+            runs[graph.text] = outcomes[self.semantic]
         self.pool.ensure(self.semantic)
         out = {}
         for s in subjects:

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from .dtypes import FP8, LOW_PRECISION, cast_undefined, is_exact, is_float, round_to
 from .identifiers import literal, value_identifiers
-from .ir import Graph, canonical, graph_to_json, infer, op_attrs
+from .ir import Graph, infer, op_attrs
 from .ops import OPS, is_cast
 from .ops.base import VARIANCE_FORM
 from .ops.sources import helpers, source
@@ -149,7 +149,7 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
             return evaluate(graph, inputs, rounded, "float32", overflow, widen)
         finally:
             VARIANCE_FORM.reset(token)
-    fn = _compiled(canonical(graph_to_json(graph)), frozenset(widen))
+    fn = _compiled(graph.text, frozenset(widen))
     typed = infer(graph)
     rnd = round_to
     kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}  # masks stay bool
@@ -185,7 +185,7 @@ def undefined_cast_reach(graph: Graph, inputs: Values) -> set[str]:
     out of range): the reference run twice, such elements set to 0 and then to 1. A value computed from such a cast
     whose elements are then discarded (torch.where picking the other branch, T5's relative-position buckets) does
     not change, and stays judged."""
-    fn = _compiled(canonical(graph_to_json(graph)), frozenset())
+    fn = _compiled(graph.text, frozenset())
     kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}
 
     def run(fill: int) -> dict[str, np.ndarray]:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,16 @@ class Graph:
     inputs: tuple[Input, ...]
     nodes: tuple[Node, ...]
     outputs: tuple[str, ...]
+
+    @cached_property
+    def text(self) -> str:
+        """canonical(graph_to_json(self)), made once per graph: the key of programs, numbers and reference code (a
+        real model's graph holds its weights: megabytes of JSON, which a check of it keyed 30 times)."""
+        return canonical(graph_to_json(self))
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the cached text (it is made again where needed)."""
+        return {k: v for k, v in self.__dict__.items() if k != "text"}
 
     def input(self, name: str) -> Input:
         """The input called `name`."""

@@ -252,7 +252,18 @@ class WorkerProcess:
         self.restarts += 1
 
     def ask_exit(self) -> None:
-        """Ask the worker to exit without waiting (`stop` then waits); stopping many workers overlaps their exits."""
+        """Ask the worker to exit without waiting (`stop` then waits); stopping many workers overlaps their exits.
+        A worker still loading its backend for a warm-up nobody read has run no case: it is killed, not waited for
+        (an audit whose model fails to export closes a pool primed a moment before)."""
+        if self.pending and self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+            self.pending = 0
+            return
         if self.proc is not None and self.proc.poll() is None:
             try:
                 write_frame(self.proc.stdin, {"op": "exit"})
@@ -299,8 +310,12 @@ class ExecutorPool:
     """Runs executors by name: isolated ones in their group's worker, the numpy oracles in-process."""
 
     def __init__(self, names: list[str], timeout: float = 120.0, max_calls: int = 400,
-                 log_dir: Path | None = None, extra_env: dict[str, str] | None = None) -> None:
+                 log_dir: Path | None = None, extra_env: dict[str, str] | None = None,
+                 own_worker: frozenset[str] = frozenset()) -> None:
+        """`own_worker`: groups whose executors get a worker process each (side-by-side checks of a big graph
+        compile them in parallel; a group's executors otherwise share one worker and its program cache)."""
         self.names = list(names)
+        self.own_worker = own_worker
         self.timeout = timeout
         self.max_calls = max_calls
         self.log_dir = log_dir
@@ -321,8 +336,12 @@ class ExecutorPool:
         ex = self.executors[name] = create(name)
         if ex.isolated:
             key = ex.group + "|" + ",".join(f"{k}={v}" for k, v in sorted(ex.env().items()))
+            label = ""
+            if ex.group in self.own_worker:
+                key, label = f"{key}|{name}", f"{ex.group}-{env_key(ex.env())}-{name.split('/')[-1]}"
             if key not in self.workers:
-                self.workers[key] = WorkerProcess(ex.group, {**ex.env(), **self.extra_env}, self.max_calls, self.log_dir)
+                self.workers[key] = WorkerProcess(ex.group, {**ex.env(), **self.extra_env}, self.max_calls, self.log_dir,
+                                                  label)
             self._key[name] = key
         return ex
 

@@ -110,3 +110,16 @@ def test_largest_generated_cases_are_far_below_the_caps() -> None:
         case = generate_case(11, index)
         check_size(case.graph, infer(case.graph), 8 * len(case.input_sets))  # 8x the input sets still fits
     assert DEFAULT_MAX_CASE_BYTES <= 2**30
+
+
+def test_a_graphs_canonical_text_is_its_json_made_once_and_not_pickled() -> None:
+    """Issue 22: a real model's graph holds its weights, and a check keyed it by canonical JSON ~30 times (half the
+    reference's time on mobilenet_v3_small). Graph.text is that JSON, made once per graph, left out of pickles."""
+    import pickle
+
+    from fuzzer.ir import canonical, graph_to_json
+
+    graph = example("conv2d").graph
+    assert graph.text == canonical(graph_to_json(graph)) and graph.text is graph.text
+    back = pickle.loads(pickle.dumps(graph))
+    assert back == graph and "text" not in back.__dict__ and back.text == graph.text

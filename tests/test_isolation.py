@@ -113,6 +113,30 @@ def test_a_campaign_lane_starts_its_workers_loading_side_by_side(tmp_path: Path)
         lane.close()
 
 
+def test_regression_an_audit_gives_each_tvm_pipeline_a_worker_of_its_own() -> None:
+    """Issue 22: the three TVM pipelines compiled mobilenet_v3_small one after the other in one worker (74 s of a
+    79 s check) while the other core idled; an audit's pool runs each in a process of its own."""
+    from fuzzer.commands.audit import AUDIT_OWN_WORKER
+
+    names = ["torch/eager", "torch/autocast", "tvm/default", "tvm/decompose", "reference"]
+    with ExecutorPool(names, own_worker=AUDIT_OWN_WORKER) as pool:
+        assert sorted(map(sorted, pool.groups(names))) == [
+            ["reference"], ["torch/autocast", "torch/eager"], ["tvm/decompose"], ["tvm/default"]]
+    with ExecutorPool(names) as shared:  # a campaign's lanes keep one TVM worker and its program cache
+        assert ["tvm/default", "tvm/decompose"] in shared.groups(names)
+
+
+def test_closing_a_pool_that_is_still_loading_kills_its_workers() -> None:
+    """An audit primes its pool before the model is exported; when the export fails, the workers still importing
+    their backends are killed, not waited for (they would read the exit request only after loading)."""
+    pool = ExecutorPool(["torch/eager"])
+    pool.prime()
+    (worker,) = pool.workers.values()
+    proc = worker.proc
+    pool.close()
+    assert proc is not None and proc.returncode == -signal.SIGKILL and worker.proc is None
+
+
 ORPHAN = """
 import sys
 sys.path.insert(0, ".")

@@ -14,10 +14,14 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 from ..check import Checker
 from ..ir import save_case
 from ..isolation import ExecutorPool
+
+if TYPE_CHECKING:
+    from ..audit.translate import Translation
 from .common import (
     EXIT_OK,
     UsageError,
@@ -31,6 +35,11 @@ from .common import (
     writable_dir,
     writable_file,
 )
+
+# Each TVM pipeline compiles a big graph in a worker of its own: LLVM codegen is most of an audit's time, and
+# in one worker the three pipelines ran one after the other while the other cores idled (mobilenet_v3_small:
+# 74 s of TVM in a row in a 79 s check, on 2 cores).
+AUDIT_OWN_WORKER = frozenset({"tvm"})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,9 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Audit the model; exit 0 (clean), 1 (hazards or backend bugs) or 2 (bad input)."""
     from ..audit.load import capture_isolated, split_target
-    from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks
     from ..audit.translate import AuditInputError
-    from ..audit.verdict import build, render
 
     t0 = time.monotonic()
     log = (lambda line: print(f"[audit] {line}", file=sys.stderr, flush=True))
@@ -71,9 +78,24 @@ def run(args: argparse.Namespace) -> int:
         out_dir = writable_dir(args.out or str(Path("results") / "audit" / model), "--out")
         save = writable_file(args.save_case, "--save-case", keep=(str(path),), force=args.force) \
             if args.save_case else None
-        tr = capture_isolated(path, func, model, args.timeout, log)
     except (UsageError, AuditInputError) as exc:
         return fail(str(exc))
+    with ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
+        pool.prime()  # the backends load while the model is imported and exported
+        try:
+            tr = capture_isolated(path, func, model, args.timeout, log)
+        except AuditInputError as exc:
+            return fail(str(exc))
+        return _audit(args, pool, tr, path, func, out_dir, save, log, t0)
+
+
+def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: Path, func: str, out_dir: Path,
+           save: Path | None, log: Callable[[str], None], t0: float) -> int:
+    """The audit of a captured model on `pool`: checks, minimization, exploration, the verdict printed."""
+    from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks
+    from ..audit.verdict import build, render
+
+    names = pool.names
     if save is not None:
         try:
             save_case(tr.case, save, force=args.force)
@@ -81,25 +103,24 @@ def run(args: argparse.Namespace) -> int:
             return fail(f"--save-case: cannot write {exc.filename or save}: {exc.strerror or exc}")
         log(f"wrote the case to {save}")
     command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
-    with ExecutorPool(names, timeout=args.timeout) as pool:
-        checker = Checker(pool, side_by_side=True)
-        scenarios = run_checks(tr.case, checker, names, log, tr.bf16)
-        verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
-        if verdict.bugs and not args.no_minimize:
-            minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)
-        if args.explore:
-            known = {f.signature for s in scenarios for f in s.result.findings}
-            ex = explore(tr.case, checker, names, args.explore, args.seed, known, log)
-            verdict.bugs += explored_bugs(ex, tr.sources)
-            for sig, case in ex.cases.items():
-                try:
-                    saved = save_case(case, out_dir / "explore" / f"{abs(hash(sig)) % 10**10:010d}.json",
-                                      force=args.force)
-                except OSError as exc:
-                    verdict.notes.append(f"explore: {ex.new[sig]} (case not saved: {exc.filename}: {exc.strerror})")
-                    continue
-                verdict.notes.append(f"explore: {ex.new[sig]} (case {saved})")
-            verdict.notes.append(f"explore: {ex.rounds} variant(s) in {ex.seconds:.0f} s, {len(ex.new)} new finding(s)")
+    checker = Checker(pool, side_by_side=True)
+    scenarios = run_checks(tr.case, checker, names, log, tr.bf16)
+    verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
+    if verdict.bugs and not args.no_minimize:
+        minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)
+    if args.explore:
+        known = {f.signature for s in scenarios for f in s.result.findings}
+        ex = explore(tr.case, checker, names, args.explore, args.seed, known, log)
+        verdict.bugs += explored_bugs(ex, tr.sources)
+        for sig, case in ex.cases.items():
+            try:
+                saved = save_case(case, out_dir / "explore" / f"{abs(hash(sig)) % 10**10:010d}.json",
+                                  force=args.force)
+            except OSError as exc:
+                verdict.notes.append(f"explore: {ex.new[sig]} (case not saved: {exc.filename}: {exc.strerror})")
+                continue
+            verdict.notes.append(f"explore: {ex.new[sig]} (case {saved})")
+        verdict.notes.append(f"explore: {ex.rounds} variant(s) in {ex.seconds:.0f} s, {len(ex.new)} new finding(s)")
     verdict.seconds = time.monotonic() - t0
     if args.json:
         print(json.dumps(verdict.to_json(), indent=1, default=str))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, canonical, graph_to_json
+from ..ir import Graph
 from ..ops import has_training_mode
 from ..tvm_passes import PIPELINES, PassEntry  # noqa: F401 - re-exported: the pipelines are plain data there
 from .base import Executor, HarnessLimit, Inputs, Unsupported
@@ -103,7 +103,7 @@ class TVMExecutor(Executor):
         return {"tvm": tvm, "R": relax, "np": np, "ml_dtypes": ml_dtypes}
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
-        key = canonical(graph_to_json(graph)) + render_passes(self.passes)
+        key = graph.text + render_passes(self.passes)
         if PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             self._cache.move_to_end(key)
             namespace, vm, info = self._cache[key]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Graph, canonical, graph_to_json, infer
+from ..ir import Graph, infer
 from . import tvm_exec
 from .base import Executor, HarnessLimit
 from .torch_render import TORCH_DTYPE, render_function
@@ -94,7 +94,7 @@ class TVMFrontendExecutor(Executor):
                 "from_exported_program": from_exported_program}
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
-        key = canonical(graph_to_json(graph))
+        key = graph.text
         if tvm_exec.PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             namespace, vm, info = self._cache[key]
             return namespace, vm, {**info, "compiled": False}

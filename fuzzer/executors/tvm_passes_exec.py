@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..ir import Graph, canonical, graph_to_json
+from ..ir import Graph
 from ..tvm_passes import (
     FAST_MATH_BUDGET,
     FAST_MATH_OPS,
@@ -47,7 +47,7 @@ class TVMPassSequenceExecutor(TVMExecutor):
     def _ensure(self, graph: Graph) -> None:
         """Without a bound sequence, the one derived from the graph's content."""
         if self.sequence is None:
-            text = hashlib.sha256(canonical(graph_to_json(graph)).encode()).hexdigest()
+            text = hashlib.sha256(graph.text.encode()).hexdigest()
             self.bind({"tvm_passes": list(derive_sequence(text, (n.op for n in graph.nodes)))})
 
     def settings(self) -> dict[str, Any]:
