@@ -241,7 +241,12 @@ class WorkerProcess:
             return ""
 
     def kill(self) -> None:
-        """Kill the worker and its children."""
+        """Kill the worker and its children (a restart: counted)."""
+        self._kill_group()
+        self.restarts += 1
+
+    def _kill_group(self) -> None:
+        """SIGKILL the worker's process group and reap it."""
         if self.proc is not None and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -249,19 +254,13 @@ class WorkerProcess:
                 self.proc.kill()
             self.proc.wait()
         self.proc = None
-        self.restarts += 1
 
     def ask_exit(self) -> None:
         """Ask the worker to exit without waiting (`stop` then waits); stopping many workers overlaps their exits.
         A worker still loading its backend for a warm-up nobody read has run no case: it is killed, not waited for
         (an audit whose model fails to export closes a pool primed a moment before)."""
         if self.pending and self.proc is not None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+            self._kill_group()
             self.pending = 0
             return
         if self.proc is not None and self.proc.poll() is None:
