@@ -213,6 +213,23 @@ def test_regression_a_merged_bug_vanishes_from_the_records_and_its_id_still_reso
     assert again.holder(b.bug) is again.bugs[a.bug] and again.find("k2") is again.bugs[a.bug]
 
 
+def test_regression_a_findings_second_hit_under_another_key_counts_into_its_bug() -> None:
+    """triage18 be2342037f: a finding filed under one bug was hit again in a case that keyed it otherwise (a
+    16-bit-sum bug's batch_norm finding), and the book opened a bug for that hit: bugs.jsonl held a backend-bug
+    record with no title, no signature and no case, never minimized. A known signature counts into its bug."""
+    from fuzzer.campaign.bug_book import BugBook
+
+    book = BugBook()
+    a, opened = book.add("sum-key", "s1", "tvm/decompose", "t", "backend-bug", "tvm", ["mean"], "accuracy", 1.0, True)
+    again, opened_again = book.add("batch-norm-key", "s1", "tvm/default", "", "backend-bug", "tvm", ["batch_norm"],
+                                   "accuracy", 2.0, False)
+    assert opened and not opened_again and again is a and len(book.live()) == 1
+    assert a.count == 2 and a.signatures == ["s1"] and a.executors == ["tvm/decompose", "tvm/default"]
+    other, opened_other = book.add("batch-norm-key", "s2", "tvm/default", "t", "backend-bug", "tvm", ["batch_norm"],
+                                   "accuracy", 3.0, True)  # a new finding of that key opens its bug as before
+    assert opened_other and other is not a and len(book.live()) == 2
+
+
 def test_regression_a_timeout_bug_is_not_minimized_in_the_campaign(tmp_path: Path) -> None:
     """triage17: a TVM timeout (120 s per check) held the minimizer lane for 15 minutes past the campaign's time
     budget, every shrink step, the per-executor re-run and the confirmation each waiting the whole timeout. The lane

@@ -103,8 +103,13 @@ class BugBook:
 
     def add(self, key: str, signature: str, executor: str, title: str, kind: str, backend: str, ops: list[str],
             error_class: str, seen_s: float, new_signature: bool) -> tuple[Bug, bool]:
-        """Count one finding of `key`; (its bug, True when the bug is new)."""
-        bug = self.find(key)
+        """Count one finding of `key`; (its bug, True when the bug is new).
+
+        A signature seen before counts into the bug that holds it, whatever `key` its new case gives (a finding
+        belongs to one bug: triage18's be2342037f was opened for a second hit of a finding already filed, and
+        bugs.jsonl got a backend-bug record with no title, no signature and nothing to minimize)."""
+        bug = None if new_signature else self.holding(signature)
+        bug = bug or self.find(key)
         opened = bug is None
         if bug is None:
             bid = bug_id(key)
@@ -119,6 +124,10 @@ class BugBook:
         if executor not in bug.executors:
             bug.executors.append(executor)
         return bug, opened
+
+    def holding(self, signature: str) -> Bug | None:
+        """The live bug whose findings include `signature`."""
+        return next((b for b in self.live() if signature in b.signatures), None)
 
     def rekey(self, bug: Bug, key: str) -> Bug:
         """Move `bug` to `key` (its minimized key); merge into the bug already holding it. Returns the live bug."""
