@@ -238,9 +238,10 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 "in float32")
     if finding.kind == "model-hazard":
         d = finding.details
-        src = (d.get("sources") or ["an upstream tensor"])[0]
+        src = str((d.get("sources") or ["upstream tensor"])[0])
         act, param = (finding.dtypes + ["?", "?"])[:2]
-        return (f"Model hazard: {op} gets a {act} activation next to {param} parameters (promoted by a {src}); "
+        return (f"Model hazard: {op} gets a {act} activation next to {param} parameters (promoted by "
+                f"{'an' if src[:1] in 'aeiou' else 'a'} {src}); "
                 f"PyTorch raises under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}")
     if fam == CAST_SEMANTICS:
         how, gives = finding.details.get("cast_range", "saturates"), finding.details.get("pytorch_gives", "NaN")

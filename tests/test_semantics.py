@@ -991,3 +991,15 @@ def test_regression_a_contraction_among_subnormals_stays_a_flushing_note() -> No
     with ExecutorPool(["torch/eager"]) as pool:
         result = Checker(pool).check(case)
     assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
+
+
+@pytest.mark.parametrize("sources, says", [([], "promoted by an upstream tensor"), (["astype node"], "promoted by an astype node"),
+                                           (["float32 tensor [1]"], "promoted by a float32 tensor [1]")])
+def test_regression_a_model_hazards_title_reads_as_english(sources: list[str], says: str) -> None:
+    """triage18's titles said "promoted by a an upstream tensor" and "promoted by a astype node"."""
+    from oracles.bugs import title
+    from oracles.findings import Finding
+
+    f = Finding("model-hazard", "xla/autocast", ["linear"], ["float16", "float32"], "raised", "", kind="model-hazard",
+                details={"sources": sources, "policy": "autocast"})
+    assert says in title(f) and " a an " not in title(f)
