@@ -232,7 +232,7 @@ class Checker:
         semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
         if self.localize_faults:
             semantic = [self._localize(f, subjects, sets, ctx) for f in semantic]
-        semantic = [self._cpu_autocast_too(f, graph, sets, ctx, names) for f in semantic]
+        semantic = [self._cpu_autocast_too(f, graph, sets, ctx, names, outcomes) for f in semantic]
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes) + hazards
@@ -280,16 +280,23 @@ class Checker:
         return out
 
     def _cpu_autocast_too(self, f: Finding, graph: Graph, sets: list[Values], ctx: CheckContext,
-                          names: list[str]) -> Finding:
+                          names: list[str], outcomes: dict[str, list[Outcome]]) -> Finding:
         """Mark a torch_xla autocast error that torch.autocast("cpu") raises too on the graph: PyTorch's own autocast
-        (triage11 b71511808d, where the schedule had not run torch/autocast on the case)."""
-        if (f.oracle != "status-divergence" or f.executor != XLA_AUTOCAST or CPU_AUTOCAST in names
-                or create(CPU_AUTOCAST).availability() is not None):
+        (triage11 b71511808d, where the schedule had not run torch/autocast on the case; triage18 #12, where it had,
+        and the finding still said eager runs the program): its message says so, and its title names PyTorch."""
+        if f.oracle != "status-divergence" or f.executor != XLA_AUTOCAST:
             return f
-        self.pool.ensure(CPU_AUTOCAST)
-        (o,) = self._oracle_run(ctx, CPU_AUTOCAST, graph, [sets[f.input_set]], ctx.options)
+        if CPU_AUTOCAST in names:
+            o = outcomes[CPU_AUTOCAST][f.input_set]
+        elif create(CPU_AUTOCAST).availability() is None:
+            self.pool.ensure(CPU_AUTOCAST)
+            (o,) = self._oracle_run(ctx, CPU_AUTOCAST, graph, [sets[f.input_set]], ctx.options)
+        else:
+            return f
         if o.status == "error" and message_key(o.message) == f.details.get("error_key"):
-            return replace(f, details={**f.details, "cpu_autocast_raises": True})
+            said = (f"{f.message}; torch.autocast on the CPU raises the same error: the fault is PyTorch's autocast "
+                    "(at::autocast), which torch_xla's autocast runs too")
+            return replace(f, message=said, details={**f.details, "cpu_autocast_raises": True})
         return f
 
     def _runner(self, ctx: CheckContext, name: str) -> localize.Run:

@@ -273,6 +273,10 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         act, param, got = (finding.dtypes + ["?", "?", "?"])[:3]
         return (f"[{backend}] {op} runs a {act} input with {param} parameters (PyTorch raises) and silently "
                 f"returns {got}{where}")
+    if finding.oracle == "status-divergence" and finding.details.get("cpu_autocast_raises"):
+        err = finding.details.get("error") or finding.message
+        return (f"[PyTorch] {op} raises under autocast ({finding.error_class}: {clip(err, 80)}) on the CPU and "
+                f"on XLA, where PyTorch without autocast runs it{where}")
     if finding.oracle == "status-divergence":
         err = finding.details.get("error") or finding.message
         low = f"{dc} " if dc in LOW_PRECISION else ""  # a dtype the minimizer could not widen to float32 matters

@@ -834,6 +834,21 @@ def test_regression_the_checker_asks_cpu_autocast_before_blaming_torch_xla_autoc
     assert {k.split("|")[1] for k in case_keys(found, ["torch/eager", "xla/autocast"]).values()} == {"torch"}
 
 
+def test_regression_a_torch_xla_autocast_error_cpu_autocast_shares_says_so_when_both_ran(checker: Checker) -> None:
+    """triage18 sample #12: torch/autocast ran on the case too, so the finding keyed to PyTorch's record, but its own
+    message said "PyTorch eager on the CPU runs the same program (autocast-bf16)" and its title blamed torch_xla. The
+    finding now says that torch.autocast on the CPU raises the same error, and its title names PyTorch."""
+    from oracles.bugs import title
+
+    xs = (Input("x", (2, 3), "float16"), Input("y", (2, 3), "float16"))
+    case = Case(Graph(xs, (Node("c", "cat", ("x", "y"), {"dim": 0}),), ("c",)))
+    result = checker.check(case, ["torch/eager", "torch/autocast", "xla/autocast"])
+    found = [f for f in result.findings if f.executor == "xla/autocast"]
+    assert found and all(f.details.get("cpu_autocast_raises") for f in found), [f.signature for f in found]
+    assert all("torch.autocast on the CPU raises the same error" in f.message for f in found)
+    assert all(title(f).startswith("[PyTorch] cat raises under autocast") for f in found)
+
+
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
     """Issue 26: all 4 tvm/mixed-precision records were equally wrong without ToMixedPrecision. The checker runs the
     variant's program on its base (Checker._ablate); where the base shows the cause, the key drops the variant."""
