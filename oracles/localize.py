@@ -91,7 +91,8 @@ def fully_masked_rows(graph: Graph, node: str, inputs: Values, observed: dict[st
     if mask is None:
         return None
     mask = np.asarray(mask)
-    allowed = mask.astype(bool) if mask.dtype == bool else np.isfinite(mask) | (mask > 0)
+    boolean = mask.dtype == bool or infer(graph).values[name].dtype == "bool"  # observed values come back as numbers
+    allowed = (mask != 0) if boolean else np.isfinite(mask) | (mask > 0)
     rows = ~np.any(allowed, axis=-1)
     out_rows = np.shape(observed[node])[:-1]
     try:

@@ -447,3 +447,21 @@ def test_regression_nan_for_fully_masked_attention_rows_is_its_own_record_not_a_
     assert f.error_class == "masked-rows" and f.details["masked_rows"] > 0, f.message
     assert bug_key(f) == "backend-bug|tvm|scaled_dot_product_attention|masked-rows|*|*"
     assert "fully masked rows where PyTorch returns 0" in title(f, ["tvm/default"])
+
+
+def test_regression_a_boolean_mask_computed_in_the_graph_finds_its_fully_masked_rows() -> None:
+    """triage18 sample #19: the mask was `ne(attention_mask, 0)` reshaped, a node whose observed value came back as
+    0/1 numbers; read as an additive bias every key was allowed, and the fully masked rows' NaN was filed as a
+    16-bit accuracy bug of attention. A value the graph types bool is a boolean mask, however it was observed."""
+    import numpy as np
+
+    from fuzzer.ir import Graph, Input, Node
+    from oracles.localize import fully_masked_rows
+
+    graph = Graph((Input("q", (1, 1, 2, 4), "bfloat16"), Input("k", (1, 1, 3, 4), "bfloat16"),
+                   Input("v", (1, 1, 3, 4), "bfloat16"), Input("m", (2, 3), "int64")),
+                  (Node("keep", "ne", ("m", 0)), Node("keep4", "reshape", ("keep",), {"shape": [1, 1, 2, 3]}),
+                   Node("attn", "scaled_dot_product_attention", ("q", "k", "v", "keep4"))), ("attn",))
+    observed = {"keep4": np.array([[[[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]]]), "attn": np.zeros((1, 1, 2, 4))}
+    rows = fully_masked_rows(graph, "attn", {}, observed)
+    assert rows is not None and rows.tolist() == [[[False, True]]]
