@@ -108,8 +108,9 @@ class BugBook:
         A signature seen before counts into the bug that holds it, whatever `key` its new case gives (a finding
         belongs to one bug: triage18's be2342037f was opened for a second hit of a finding already filed, and
         bugs.jsonl got a backend-bug record with no title, no signature and nothing to minimize)."""
-        bug = None if new_signature else self.holding(signature)
-        bug = bug or self.find(key)
+        bug = self.find(key)
+        if not new_signature and (bug is None or signature not in bug.signatures):  # the scan only when it matters
+            bug = self.holding(signature) or bug
         opened = bug is None
         if bug is None:
             bid = bug_id(key)
