@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oracles import attribution, crashes, localize, precision_hazards, semantics
+from oracles import attribution, crashes, gradients, localize, precision_hazards, semantics
 from oracles.error_bounds import OutputJudgement, bound_findings, judge_outputs
 from oracles.errors import message_key
 from oracles.findings import Finding
@@ -26,6 +26,7 @@ from oracles.subjects import Subject
 
 from .dtypes import LOW_PRECISION
 from .executors import ORACLE_EXECUTORS, create
+from .gradients import reference as grad_reference
 from .interpret import evaluate, ideal_values
 from .ir import (
     Case,
@@ -236,6 +237,8 @@ class Checker:
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes) + hazards
+        if graph.wrt:
+            findings += self._gradients(subjects, eager, sets, ctx)
         if culprits:
             findings = [self._attribute(f, case, ctx) if f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
@@ -255,6 +258,27 @@ class Checker:
                     infer(ex.numeric_graph(graph))
             except IRError as exc:
                 out[name] = str(exc)
+        return out
+
+    def _gradients(self, subjects: list[Subject], eager: dict[str, list[Outcome]], sets: list[Values],
+                   ctx: CheckContext) -> list[Finding]:
+        """The gradient oracles of a training case (oracles.gradients), per executor: status, then dtype, then bound;
+        the float64 reference gradients computed once per numeric graph and input set."""
+        refs: dict[str, list[gradients.Reference | None]] = {}
+        out: list[Finding] = []
+        for s in subjects:
+            mine = eager.get(s.name, [])
+            found = gradients.status(s.name, s.graph, s.outcomes, mine) if mine else []
+            if not found and mine and s.dtype_contract:
+                found = gradients.dtypes(s.name, s.graph, s.outcomes, mine, s.reported)
+            if not found and s.judge_numbers and any(o.grads is not None for o in s.outcomes) and all(
+                    e.ok for e in mine):  # a program eager raises on is a model hazard, judged by the forward
+                ins = [rounded_inputs(s.numeric, v) for v in sets]
+                if s.numeric.text not in refs:
+                    refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
+                run = self._runner(ctx, s.name) if self.localize_faults else None
+                found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run)
+            out += found
         return out
 
     def _eager_bounds(self, subjects: list[Subject], keys: dict[str, str], eager: dict[str, list[Outcome]],

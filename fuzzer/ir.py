@@ -35,6 +35,7 @@ class Input:
     role: str = "input"
     kind: str = "tensor"
     init: dict[str, Any] = field(default_factory=lambda: {"dist": "normal", "seed": 0})
+    grad: bool = False  # a training case checks the gradient of its loss (the first output) with respect to this input
 
     def info(self) -> ValueInfo:
         """Static type of this input."""
@@ -85,6 +86,11 @@ class Graph:
                 return node
         raise KeyError(name)
 
+    @property
+    def wrt(self) -> tuple[str, ...]:
+        """The inputs whose gradients a training case checks (empty for a forward-only case)."""
+        return tuple(i.name for i in self.inputs if i.grad)
+
 
 @dataclass(frozen=True)
 class Case:
@@ -122,7 +128,8 @@ def graph_to_json(graph: Graph) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "inputs": [
-            {"name": i.name, "role": i.role, "kind": i.kind, "shape": list(i.shape), "dtype": i.dtype, "init": i.init}
+            {"name": i.name, "role": i.role, "kind": i.kind, "shape": list(i.shape), "dtype": i.dtype, "init": i.init,
+             **({"grad": True} if i.grad else {})}  # written only when set: forward-only cases keep their ids
             for i in graph.inputs
         ],
         "nodes": [{"id": n.id, "op": n.op, "inputs": list(n.inputs), "attrs": n.attrs} for n in graph.nodes],
@@ -222,7 +229,10 @@ def graph_from_json(obj: Any, input_sets: int = 1, trusted: bool = False) -> Gra
             check_spec(init, shape)
         except (ValueSpecError, ValueError) as exc:
             raise IRError(f"{where}: bad init: {exc}") from None
-        inputs.append(Input(name, shape, dtype, role, kind, init))
+        grad = raw.get("grad", False)
+        if not isinstance(grad, bool) or (grad and (kind != "tensor" or not is_float(dtype))):
+            raise IRError(f"{where}: grad must be true or false, and true only on a floating-point tensor")
+        inputs.append(Input(name, shape, dtype, role, kind, init, grad))
     nodes = []
     for raw in raw_nodes:
         if not isinstance(raw, dict):
@@ -242,6 +252,10 @@ def graph_from_json(obj: Any, input_sets: int = 1, trusted: bool = False) -> Gra
         raise IRError(f"graph: outputs must be value names, got {_show(outputs)}")
     graph = Graph(tuple(inputs), tuple(nodes), tuple(outputs))
     typed = infer(graph)
+    if graph.wrt:
+        loss = typed.values[graph.outputs[0]] if graph.outputs else None
+        if loss is None or loss.kind == "scalar" or loss.shape != () or not is_float(loss.dtype):
+            raise IRError("graph: a training case's first output is its loss: a 0-dim floating-point tensor")
     if not trusted:
         check_size(graph, typed, input_sets)
     return graph

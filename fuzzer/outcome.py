@@ -25,6 +25,11 @@ class Outcome:
     compile_s: float = 0.0
     run_s: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
+    # a training case (Graph.wrt): the loss's gradients with respect to those inputs, in their order, from the
+    # backend's own autodiff; or why its backward failed while the forward ran (`backward_error`: type, message)
+    grads: list[np.ndarray] | None = None
+    grad_dtypes: list[str] | None = None
+    backward_error: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -48,6 +53,10 @@ class Outcome:
             "message": self.message, "signal": self.signal, "seconds": self.seconds,
         }.items() if v is not None}
         out.update(compile_s=round(self.compile_s, 4), run_s=round(self.run_s, 4))
+        if self.grad_dtypes is not None:
+            out["grad_dtypes"] = self.grad_dtypes
+        if self.backward_error is not None:
+            out["backward_error"] = self.backward_error
         if self.info:
             out["info"] = self.info
         return out

@@ -40,6 +40,7 @@ PIPELINES: dict[str, tuple[PassEntry, ...]] = {
     "default": (),
     "decompose": ("DecomposeOpsForTraining",),
     "decompose-inference": ("DecomposeOpsForInference",),
+    "train": ("DecomposeOpsForTraining",),  # then relax.transform.Gradient on a training case (tvm_exec.TVMTrainExecutor)
 }
 
 

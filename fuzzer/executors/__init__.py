@@ -22,6 +22,7 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "tvm/default": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "default"}),
     "tvm/decompose": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose"}),
     "tvm/decompose-inference": ("fuzzer.executors.tvm_exec:TVMExecutor", {"pipeline": "decompose-inference"}),
+    "tvm/train": ("fuzzer.executors.tvm_exec:TVMTrainExecutor", {}),
     "tvm/passes": ("fuzzer.executors.tvm_passes_exec:TVMPassSequenceExecutor", {}),
     "tvm/mixed-precision": ("fuzzer.executors.tvm_mixed:TVMMixedPrecisionExecutor", {"out_dtype": "float32"}),
     "tvm/frontend": ("fuzzer.executors.tvm_frontend:TVMFrontendExecutor", {}),
@@ -30,7 +31,7 @@ REGISTRY.update(neuron_registry_entries())  # neuron/<setting>: one per row of n
 
 ORACLE_EXECUTORS = ("reference", "emulated")
 # Opt-in until triaged: each compiles per case (torch.export too for tvm/frontend), and new keys would fail smoke.
-OPT_IN = ("tvm/passes", "tvm/mixed-precision", "tvm/frontend")
+OPT_IN = ("tvm/passes", "tvm/mixed-precision", "tvm/frontend", "tvm/train")
 HIDDEN = ("debug/faults",) + OPT_IN  # never selected by default; name them explicitly (or 'tvm/*')
 
 

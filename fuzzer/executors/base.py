@@ -89,7 +89,11 @@ class Executor(ABC):
 
     @abstractmethod
     def execute(self, prepared: Any, graph: Graph, inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
-        """Run one input set: (float64 outputs, reported dtypes, extra info)."""
+        """Run one input set: (float64 outputs, reported dtypes, extra info).
+
+        On a training case (graph.wrt) info also carries `grads` and `grad_dtypes` (the loss's gradients from the
+        backend's own autodiff), or `backward_error` ({type, message}) where the backward raised after the forward ran.
+        """
 
     def classify(self, stage: str, exc: BaseException) -> str:
         """'unsupported' for backend limitations, else 'error'."""
@@ -141,7 +145,11 @@ class Executor(ABC):
             try:
                 outputs, dtypes, info = self.execute(prepared, graph, inputs)
                 outputs = [np.array(o, dtype=np.float64) for o in outputs]
-                results.append(oc.ok(outputs, dtypes, compile_s=compile_s, run_s=time.perf_counter() - t1, info=info))
+                grads, grad_dtypes, failed = info.pop("grads", None), info.pop("grad_dtypes", None), info.pop(
+                    "backward_error", None)
+                results.append(oc.ok(outputs, dtypes, compile_s=compile_s, run_s=time.perf_counter() - t1, info=info,
+                                     grads=None if grads is None else [np.array(g, dtype=np.float64) for g in grads],
+                                     grad_dtypes=grad_dtypes, backward_error=failed))
             except Exception as exc:  # noqa: BLE001
                 results.append(self._failure("run", exc, compile_s=compile_s, run_s=time.perf_counter() - t1))
         return results

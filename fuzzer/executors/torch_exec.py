@@ -117,6 +117,25 @@ def recast_inputs(graph: Graph, role: str | None, dtype: str, only: tuple[str, .
     return Graph(inputs, graph.nodes, graph.outputs)
 
 
+def host(tensors: list[Any]) -> list[np.ndarray]:
+    """Tensors (any device) as float64 numpy arrays."""
+    import torch
+
+    return [t.detach().to("cpu").to(torch.float64).numpy() for t in tensors]
+
+
+def tensor_dtypes(tensors: list[Any]) -> list[str]:
+    """The dtypes tensors report, as the IR names them."""
+    return [str(t.dtype).replace("torch.", "") for t in tensors]
+
+
+def host_grads(trained: dict[str, Any]) -> dict[str, Any]:
+    """forward_backward's gradients as the info keys of Executor.execute (after the device has synced)."""
+    if "grads" not in trained:
+        return dict(trained)
+    return {"grads": host(trained["grads"]), "grad_dtypes": tensor_dtypes(trained["grads"])}
+
+
 class TorchExecutor(Executor):
     """Runs the rendered PyTorch function; subclasses change device, parameter dtypes and context."""
 
@@ -179,14 +198,34 @@ class TorchExecutor(Executor):
         return torch.from_numpy(np.array(value, dtype=np.float64, copy=True)).to(dtype).to(self.device())
 
     def execute(self, prepared: Any, graph: Graph, inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
+        args = [self.make_input(inp, inputs[inp.name]) for inp in graph.inputs]
+        outs, trained = self.forward_backward(prepared, graph, args)
+        self.sync()
+        return host(outs), tensor_dtypes(outs), host_grads(trained)
+
+    def forward_backward(self, prepared: Any, graph: Graph, args: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+        """The outputs under the policy's context; on a training case also the loss's gradients with respect to
+        graph.wrt from the backend's own autograd (`grads`), or why its backward raised (`backward_error`).
+
+        The forward runs under the context (autocast), the backward after it, as PyTorch's AMP recipe has it."""
         import torch
 
-        args = [self.make_input(inp, inputs[inp.name]) for inp in graph.inputs]
-        with torch.no_grad(), self.context():
-            outs = prepared(*args)
-        self.sync()
-        arrays = [o.detach().to("cpu").to(torch.float64).numpy() for o in outs]
-        return arrays, [str(o.dtype).replace("torch.", "") for o in outs], {}
+        wrt = [k for k, inp in enumerate(graph.inputs) if inp.grad]
+        if not wrt:
+            with torch.no_grad(), self.context():
+                return list(prepared(*args)), {}
+        leaves = [args[k].detach().requires_grad_(True) for k in wrt]
+        for k, leaf in zip(wrt, leaves):
+            args[k] = leaf
+        with self.context():
+            outs = list(prepared(*args))
+        if not outs[0].requires_grad:  # the loss does not depend on them: every gradient is zero
+            return outs, {"grads": [torch.zeros_like(leaf) for leaf in leaves]}
+        try:
+            grads = torch.autograd.grad(outs[0], leaves, allow_unused=True)
+        except Exception as exc:  # noqa: BLE001 - the backward's failure is a value beside the forward's outputs
+            return outs, {"backward_error": {"type": type(exc).__name__, "message": (str(exc) or repr(exc))[:4000]}}
+        return outs, {"grads": [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(grads, leaves)]}
 
 
     # ---- repro script

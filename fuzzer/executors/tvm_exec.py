@@ -25,11 +25,13 @@ DESCRIPTIONS: dict[str, str] = {
     "default": "hand-lowered Relax (R.BlockBuilder, explicit casts, float32 accumulators) through TVM's default pipeline",
     "decompose": "hand-lowered Relax after DecomposeOpsForTraining (batch_norm from batch statistics)",
     "decompose-inference": "hand-lowered Relax after DecomposeOpsForInference (batch_norm from running statistics)",
+    "train": ("TVM's training flow: DecomposeOpsForTraining, then relax.transform.Gradient on a training case's loss "
+              "(the forward alone on other cases)"),
 }
 
 # The semantics a pipeline's passes promise, where they differ from the graph as given: DecomposeOpsForTraining
 # computes batch_norm from the batch's statistics (training mode), DecomposeOpsForInference from the running ones.
-BATCH_NORM_TRAINING: dict[str, bool] = {"decompose": True, "decompose-inference": False}
+BATCH_NORM_TRAINING: dict[str, bool] = {"decompose": True, "decompose-inference": False, "train": True}
 
 # Compiled Relax VMs shared by every TVM executor of one worker process, keyed by the structural hash of the
 # module after its pipeline's passes: a pipeline whose passes leave a graph alone compiles nothing new, and
@@ -218,3 +220,46 @@ def is_limitation(message: str) -> bool:
     """True when a TVM error message states that an op or dtype is not supported."""
     text = message.lower()
     return any(p in text for p in LIMITATION_PATTERNS)
+
+
+class TVMTrainExecutor(TVMExecutor):
+    """`tvm/train`: TVM's training flow (DecomposeOpsForTraining, then relax.transform.Gradient, then tvm.compile's
+    legalization and build, as tvm.relax.training sets it up); on a training case it runs main_adjoint and returns
+    the loss's gradients with respect to graph.wrt beside the outputs."""
+
+    def __init__(self, cache_size: int = 32) -> None:
+        super().__init__("train", cache_size)
+
+    def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+        if not graph.wrt:
+            return super().prepare(graph)
+        namespace = self.namespace()
+        try:
+            source = render_runtime(graph, separate_outputs=True)
+        except Exception as exc:  # noqa: BLE001 - our lowering's gap is a coverage gap, not a TVM bug
+            raise HarnessLimit(f"no Relax lowering: {type(exc).__name__}: {exc}") from exc
+        exec(compile(source, f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
+        mod = namespace["apply_passes"](namespace["build_module"](), list(self.passes))
+        mod = gradient_of(mod, graph.wrt)
+        vm, info = self.compiled(mod)
+        return namespace, vm, {**info, "function": "main_adjoint"}
+
+    def execute(self, prepared: tuple[dict[str, Any], Any, dict[str, Any]], graph: Graph,
+                inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
+        namespace, vm, info = prepared
+        if not graph.wrt:
+            return super().execute(prepared, graph, inputs)
+        args = namespace["main_args"](inputs)
+        value, grads = vm["main_adjoint"](*args)
+        outs = [value] if len(graph.outputs) == 1 else list(value)
+        info = {k: v for k, v in info.items() if k != "function"}
+        info.update(grads=[g.numpy().astype(np.float64) for g in grads], grad_dtypes=[str(g.dtype) for g in grads])
+        return [o.numpy().astype(np.float64) for o in outs], [str(o.dtype) for o in outs], info
+
+
+def gradient_of(mod: Any, wrt: tuple[str, ...]) -> Any:
+    """relax.transform.Gradient of main's returned loss (its first output) with respect to the parameters `wrt`."""
+    from tvm import relax
+
+    params = [p for p in mod["main"].params if p.name in wrt]
+    return relax.transform.Gradient("main", require_grads=params, target_index=0)(mod)

@@ -117,11 +117,13 @@ class _Lowering:
         return lines
 
 
-def render_module(graph: Graph, dtype_map: str | None = None) -> str:
+def render_module(graph: Graph, dtype_map: str | None = None, separate_outputs: bool = False) -> str:
     """`def build_module():` building the graph as a Relax IRModule with R.BlockBuilder, in A-normal form.
 
     With `dtype_map` ("T"), it is `def build_module(T):` and every dtype is looked up in T, so one function
     builds the graph in its declared dtypes, in float64 (the exact answer) or with float32 internals.
+    With `separate_outputs`, each output leaves the dataflow block on its own and main returns the one output, or
+    a tuple expression of them: what relax.transform.Gradient takes as its target (a tuple-typed variable it refuses).
     """
     typed = infer(graph)
     names = value_identifiers(graph)
@@ -142,8 +144,14 @@ def render_module(graph: Graph, dtype_map: str | None = None) -> str:
                          "(PyTorch raises here)")
         lines += [f"            {line}" for line in low.lower(node)]
     outs = ", ".join(names[o] for o in graph.outputs)
-    lines += [f"            outputs = bb.emit_output(R.Tuple([{outs}]))", "        bb.emit_func_output(outputs)",
-              "    return bb.get()"]
+    if separate_outputs:
+        lines += [f"            out_{k} = bb.emit_output({names[o]})" for k, o in enumerate(graph.outputs)]
+        ret = "out_0" if len(graph.outputs) == 1 else "R.Tuple([" + ", ".join(
+            f"out_{k}" for k in range(len(graph.outputs))) + "])"
+        lines += [f"        bb.emit_func_output({ret})", "    return bb.get()"]
+    else:
+        lines += [f"            outputs = bb.emit_output(R.Tuple([{outs}]))", "        bb.emit_func_output(outputs)",
+                  "    return bb.get()"]
     return "\n".join(lines) + "\n"
 
 
@@ -168,20 +176,25 @@ def compile_module(passes):
     return R.VirtualMachine(executable, tvm.cpu())
 
 
-def run_module(vm, inputs):
-    """Run main on dtype-rounded float64 inputs; (float64 outputs, dtype names)."""
+def main_args(inputs):
+    """main's arguments: the dtype-rounded float64 inputs as TVM tensors of the parameters' dtypes."""
     args = []
     for name, dtype in PARAM_DTYPES.items():
         value = np.asarray(inputs[name], dtype=np.float64).astype(TVM_DTYPES.get(dtype, dtype))
         args.append(tvm.runtime.tensor(np.array(value, order="C"), tvm.cpu()))  # keeps 0-dim shapes
-    outs = vm["main"](*args)
+    return args
+
+
+def run_module(vm, inputs):
+    """Run main on dtype-rounded float64 inputs; (float64 outputs, dtype names)."""
+    outs = vm["main"](*main_args(inputs))
     arrays = [o.numpy() for o in outs]
     return [a.astype(np.float64) for a in arrays], [str(o.dtype) for o in outs]
 '''
 
 
-def render_runtime(graph: Graph) -> str:
+def render_runtime(graph: Graph, separate_outputs: bool = False) -> str:
     """build_module plus the helpers that compile and run it (PARAM_DTYPES: main's parameters in order)."""
     typed = infer(graph)
     dtypes = {inp.name: typed.values[inp.name].dtype for inp in graph.inputs}
-    return render_module(graph) + f"\n\nPARAM_DTYPES = {dtypes!r}\n" + RUNTIME
+    return render_module(graph, separate_outputs=separate_outputs) + f"\n\nPARAM_DTYPES = {dtypes!r}\n" + RUNTIME

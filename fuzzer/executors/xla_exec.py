@@ -33,7 +33,10 @@ from .torch_exec import (
     TorchExecutor,
     autocast_graph,
     computed_in,
+    host,
+    host_grads,
     recast_inputs,
+    tensor_dtypes,
 )
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
@@ -133,21 +136,20 @@ class XlaExecutor(TorchExecutor):
         return super().prepare(graph)
 
     def execute(self, prepared: Any, graph: Graph, inputs: Inputs) -> tuple[list[np.ndarray], list[str], dict[str, Any]]:
-        import torch
         import torch_xla.runtime as xr
 
         before = _compile_stats()
         args = [self.make_input(inp, inputs[inp.name]) for inp in graph.inputs]
-        with torch.no_grad(), self.context():
-            outs = prepared(*args)
-        on_device = device_dtypes(list(outs))
-        program = graph_hash(list(outs))
+        outs, trained = self.forward_backward(prepared, graph, args)
+        on_device = device_dtypes(outs)
+        program = graph_hash(outs + list(trained.get("grads", [])))
         self.sync()
-        arrays = [o.detach().to("cpu").to(torch.float64).numpy() for o in outs]
+        arrays = host(outs)
+        grads = host_grads(trained)
         after = _compile_stats()
         info = {"device_dtypes": on_device, "device_hw": xr.device_type(), "program": program,
-                "xla_compiles": after[0] - before[0], "xla_compile_s": round(after[1] - before[1], 6)}
-        return arrays, [str(o.dtype).replace("torch.", "") for o in outs], info
+                "xla_compiles": after[0] - before[0], "xla_compile_s": round(after[1] - before[1], 6), **grads}
+        return arrays, tensor_dtypes(outs), info
 
     def run_case(self, graph: Graph, input_sets: list[Inputs]) -> list[oc.Outcome]:
         """One traced graph for all input sets; the lazy compile time moves from run_s to compile_s."""

@@ -1,0 +1,116 @@
+"""The gradient reference of a training case: float64 gradients of the same program on the same rounded inputs.
+
+A training case (Graph.wrt) asks for the gradient of its loss (the first output) with respect to some inputs. Each
+backend computes it with its own autodiff; the reference is PyTorch autograd in float64 on the CPU, a stated
+independent reference: float64 CPU kernels share no code path with the 16-bit kernels, fusions and decompositions
+under test, though they do share PyTorch's derivative formulas (derivatives.yaml), so a wrong formula in PyTorch
+itself would be missed (torch_xla runs those formulas too; TVM's are its own).
+
+The exact gradient differentiates the exact program (every float value in float64, casts included, as the forward
+reference computes). An ideal 16-bit backward computes each op's VJP with wide accumulation on the forward's rounded
+values and rounds each gradient once to the dtype of the value it is the gradient of: the program with every value
+rounded to its declared dtype and back (`astype` there and to float64), whose autograd rounds the gradient at the
+same points (the backward of a cast casts the gradient back). Two such ideals set the scale of the bound, as for the
+forward pass: one in float64 arithmetic, one in float32 (a float32 backward's own accumulation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .dtypes import is_float, round_to
+from .ir import Graph, Node, infer, redeclare
+
+Values = dict[str, np.ndarray]
+NARROWER = ("float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32")
+
+
+def grad_name(name: str) -> str:
+    """The name a gradient goes by in findings and tables."""
+    return f"grad:{name}"
+
+
+def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
+    """The graph computing in `arithmetic` (float64 or float32); with `rounded`, every float value of the original
+    graph rounded to its declared dtype after the op that makes it (and its gradient rounded there in the backward)."""
+    typed = infer(graph)
+    wide = redeclare(graph, tuple(d for d in NARROWER if d != arithmetic) + ("float64",), arithmetic)
+    if not rounded:
+        return wide
+    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+    rename: dict[str, str] = {}
+    nodes: list[Node] = []
+    for node in wide.nodes:
+        nodes.append(replace(node, inputs=tuple(rename.get(o, o) if isinstance(o, str) else o for o in node.inputs)))
+        info = typed.values[node.id]
+        if info.kind == "scalar" or not is_float(info.dtype) or info.dtype in (arithmetic, "float64"):
+            continue
+        narrow, back = f"{node.id}__to_{info.dtype}", f"{node.id}__rounded"
+        while narrow in taken or back in taken:
+            narrow, back = narrow + "_", back + "_"
+        taken |= {narrow, back}
+        nodes += [Node(narrow, "astype", (node.id,), {"dtype": info.dtype}),
+                  Node(back, "astype", (narrow,), {"dtype": arithmetic})]
+        rename[node.id] = back
+    return Graph(wide.inputs, tuple(nodes), tuple(rename.get(o, o) for o in wide.outputs))
+
+
+def autograd(graph: Graph, values: Values) -> list[np.ndarray]:
+    """Gradients of graph.outputs[0] with respect to graph.wrt, by PyTorch autograd on the CPU (float64 arrays)."""
+    import torch
+
+    from .executors.torch_exec import TorchExecutor
+
+    ex = TorchExecutor()
+    fn = ex.prepare(graph)
+    args: list[Any] = [ex.make_input(inp, values[inp.name]) for inp in graph.inputs]
+    leaves = []
+    for k, inp in enumerate(graph.inputs):
+        if inp.grad:
+            args[k] = args[k].detach().requires_grad_(True)
+            leaves.append(args[k])
+    loss = fn(*args)[0]
+    if not loss.requires_grad:
+        return [np.zeros(leaf.shape) for leaf in leaves]
+    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return [np.zeros(leaf.shape) if g is None else g.detach().to(torch.float64).numpy() for g, leaf in zip(grads, leaves)]
+
+
+def reference(graph: Graph, values: Values) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
+    """(exact gradients, [ideal gradients per ideal implementation]) of `graph` (a numeric graph) on `values`,
+    which are already rounded to the graph's declared input dtypes. Each ideal's gradient of an input is rounded
+    once more to that input's declared dtype (the gradient has the parameter's dtype)."""
+    exact = autograd(program(graph, "float64", rounded=False), values)
+    wrt = [graph.input(name) for name in graph.wrt]
+    ideals = []
+    for arithmetic in ("float64", "float32"):
+        grads = autograd(program(graph, arithmetic, rounded=True), values)
+        ideals.append([round_to(g, inp.dtype) for g, inp in zip(grads, wrt)])
+    return exact, ideals
+
+
+def intermediate_grads(graph: Graph, values: Values) -> dict[str, np.ndarray]:
+    """The exact gradient of the loss with respect to every float node's value (what each op's backward receives)."""
+    import torch
+
+    from .executors.torch_exec import TorchExecutor
+
+    typed = infer(graph)
+    exact = program(graph, "float64", rounded=False)
+    inner = tuple(n.id for n in exact.nodes if is_float(typed.values[n.id].dtype) and typed.values[n.id].kind != "scalar")
+    wide = Graph(exact.inputs, exact.nodes, (exact.outputs[0],) + inner)
+    ex = TorchExecutor()
+    fn = ex.prepare(wide)
+    args: list[Any] = [ex.make_input(inp, values[inp.name]) for inp in wide.inputs]
+    for k, inp in enumerate(wide.inputs):
+        if inp.grad:
+            args[k] = args[k].detach().requires_grad_(True)
+    outs = fn(*args)
+    live = [(name, t) for name, t in zip(inner, outs[1:]) if t.requires_grad]
+    if not outs[0].requires_grad or not live:
+        return {}
+    grads = torch.autograd.grad(outs[0], [t for _, t in live], allow_unused=True)
+    return {name: g.detach().to(torch.float64).numpy() for (name, _), g in zip(live, grads) if g is not None}

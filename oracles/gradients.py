@@ -1,0 +1,172 @@
+"""The gradient oracles of a training case: each gradient judged like a forward output.
+
+Per gradient tensor (Graph.wrt), against PyTorch eager on the same policy program (the semantic oracle) and the
+float64 reference (fuzzer.gradients):
+- status: the backward raises where eager's runs (error class `backward-raises`);
+- dtype: the gradient's dtype differs from eager's (a parameter's gradient has the parameter's dtype; under
+  autocast, float32 parameters get float32 gradients) (`grad-dtype`);
+- bound: the error against the exact gradient exceeds the ideal 16-bit backward's bound (`grad-bound`, or
+  `grad-nonfinite` for inf/NaN where the reference and ideals are finite), with the forward's margin rule.
+
+A bound finding is pinned on the op whose backward is wrong (`locate`): each op that leads to the gradient runs its
+backward alone on the backend, fed the ideal forward operands and the ideal upstream gradient, and is judged
+against that op's own reference; the op nearest the loss that fails on its own is the culprit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from fuzzer.dtypes import is_float, round_to
+from fuzzer.gradients import grad_name, reference
+from fuzzer.ir import Graph, Input, Node, infer
+from fuzzer.outcome import Outcome
+
+from .bounds import ErrorStats, error_stats
+from .error_bounds import MARGIN
+from .errors import message_key
+from .findings import Finding
+from .nodes import node_graph
+
+Values = dict[str, np.ndarray]
+Reference = tuple[list[np.ndarray], list[list[np.ndarray]]]  # exact gradients, ideal gradients per ideal
+Run = Callable[[Graph, Values], Outcome]  # the backend under test on one graph and one input set
+
+
+def status(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Outcome]) -> list[Finding]:
+    """The backward raises on `executor` where PyTorch eager's backward of the same program runs."""
+    for k, (o, e) in enumerate(zip(outcomes, eager)):
+        if o.ok and o.backward_error is not None and e.ok and e.grads is not None:
+            why = o.backward_error
+            return [Finding("status-divergence", executor, ["backward"], [], "backward-raises",
+                            f"the backward raises {why['type']}: {why['message'][:300]} where PyTorch eager's runs",
+                            against="torch/eager", input_set=k, output=grad_name(graph.wrt[0]),
+                            details={"grad": graph.wrt[0], "error_key": message_key(why["message"]),
+                                     "stage": "backward"})]
+    return []
+
+
+def dtypes(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Outcome],
+           reported: Callable[[str], str]) -> list[Finding]:
+    """A gradient whose dtype differs from eager's on the same program (as the policy reports dtypes)."""
+    for k, (o, e) in enumerate(zip(outcomes, eager)):
+        if o.grad_dtypes is None or e.grad_dtypes is None:
+            continue
+        for name, got, want in zip(graph.wrt, o.grad_dtypes, e.grad_dtypes):
+            if got != reported(want):
+                return [Finding("dtype-divergence", executor, ["backward"], [f"{want}->{got}"], "grad-dtype",
+                                f"the gradient of {name} is {got} where PyTorch eager's is {reported(want)}",
+                                against="torch/eager", input_set=k, output=grad_name(name), details={"grad": name})]
+    return []
+
+
+def judge(outcomes: list[Outcome], refs: list[Reference | None], dtypes_of: list[str]) -> list[tuple[int, str, ErrorStats]]:
+    """(input set, gradient index as str, stats) of every gradient of every outcome that has them."""
+    out = []
+    for k, (o, ref) in enumerate(zip(outcomes, refs)):
+        if not o.ok or o.grads is None or ref is None:
+            continue
+        exact, ideals = ref
+        for i, g in enumerate(o.grads):
+            out.append((k, str(i), error_stats(g, exact[i], [ideal[i] for ideal in ideals], dtypes_of[i])))
+    return out
+
+
+def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], refs: list[Reference | None],
+          sets: list[Values], run: Run | None = None) -> list[Finding]:
+    """The worst gradient out of bound (ratio >= MARGIN, non-finite, or over on two input sets), located by `run`."""
+    wrt = [numeric.input(name) for name in numeric.wrt]
+    judged = judge(outcomes, refs, [i.dtype for i in wrt])
+    over: dict[str, list[tuple[int, str, ErrorStats]]] = {}
+    for j in judged:
+        if j[2].ratio > 1.0:
+            over.setdefault(j[1], []).append(j)
+    bad = [j for js in over.values() for j in js
+           if len({x[0] for x in js}) >= 2 or j[2].nonfinite_mismatch or j[2].ratio >= MARGIN]
+    if not bad:
+        return []
+    k, index, s = max(bad, key=lambda j: (j[2].nonfinite_mismatch > 0, j[2].ratio))
+    name, dtype = wrt[int(index)].name, wrt[int(index)].dtype
+    cls = "grad-nonfinite" if s.nonfinite_mismatch else "grad-bound"
+    if s.nonfinite_mismatch:
+        msg = f"{s.nonfinite_mismatch} non-finite value(s) in the gradient of {name} where the reference is finite"
+    else:
+        msg = (f"gradient of {name}: max error {s.max_abs:.4g} ({s.max_ulp:.1f} ULP of {dtype}) is {s.ratio:.3g}x "
+               f"the allowed error of an ideal 16-bit backward")
+    finding = Finding("error-bound", executor, ["backward"], [dtype], cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
+                      input_set=k, output=grad_name(name),
+                      details={"grad": name, "max_abs": s.max_abs, "worst_index": s.worst_index})
+    if run is None:
+        return [finding]
+    culprit = locate(numeric, sets[k], run, name)
+    if culprit is None:
+        return [replace(finding, details={**finding.details, "located": False})]
+    node, node_stats, operand = culprit
+    typed = infer(numeric)
+    n = numeric.node(node)
+    ins = [typed.values[o].dtype if isinstance(o, str) else "scalar" for o in n.inputs if o is not None]
+    alone = ("has non-finite values" if node_stats.nonfinite_mismatch
+             else f"is {node_stats.ratio:.3g}x the allowed error")
+    said = (f"{n.op} backward ({node}): the gradient of its operand {operand} {alone} alone, fed exact operands and "
+            f"upstream gradient; {msg}")
+    return [replace(finding, ops=[n.op], dtypes=[",".join(ins) + "->" + typed.values[node].dtype], node=node,
+                    message=said, details={**finding.details, "located": True, "operand": operand})]
+
+
+def single_op_case(graph: Graph, node_id: str) -> Graph:
+    """A training graph of one op: its float tensor operands as inputs with gradients, loss = sum(op * upstream)."""
+    one = node_graph(graph, node_id)
+    out = infer(one).values[node_id]
+    inputs = tuple(replace(i, grad=i.kind == "tensor" and is_float(i.dtype)) for i in one.inputs)
+    upstream = "__upstream"
+    nodes = one.nodes + (Node("__weighted", "mul", (node_id, upstream)), Node("__loss", "sum", ("__weighted",)))
+    return Graph(inputs + (Input(upstream, out.shape, out.dtype),), nodes, ("__loss",))
+
+
+def downstream(graph: Graph, name: str) -> set[str]:
+    """The nodes that `name`'s value flows into on its way to the outputs (its consumers, transitively)."""
+    seen: set[str] = set()
+    frontier = {name}
+    for node in graph.nodes:
+        if any(isinstance(o, str) and o in frontier for o in node.inputs):
+            seen.add(node.id)
+            frontier.add(node.id)
+    return seen
+
+
+def locate(graph: Graph, values: Values, run: Run, wrt: str) -> tuple[str, ErrorStats, str] | None:
+    """(node, stats, operand) of the op nearest the loss whose backward alone is out of bound on `run`, among the
+    ops between input `wrt` and the loss; None when none is (the error grew from small ones).
+
+    Each op is fed the ideal forward operands (fp64 math rounded per op) and the exact upstream gradient at its
+    output rounded to the output's dtype, so an op is judged on its own, not on what another op's backward did."""
+    from fuzzer.gradients import intermediate_grads
+    from fuzzer.interpret import evaluate
+
+    typed = infer(graph)
+    forward = evaluate(graph, values, rounded=True)
+    upstream = intermediate_grads(graph, values)
+    path = downstream(graph, wrt)
+    for node in reversed(graph.nodes):
+        info = typed.values[node.id]
+        if node.id not in path or node.id not in upstream or not is_float(info.dtype) or info.kind == "scalar":
+            continue
+        one = single_op_case(graph, node.id)
+        if not one.wrt:
+            continue
+        ins = {i.name: (round_to(forward[i.name], i.dtype) if i.kind == "tensor" else np.asarray(forward[i.name]))
+               for i in one.inputs if i.name != "__upstream"}
+        ins["__upstream"] = round_to(np.broadcast_to(upstream[node.id], info.shape), info.dtype)
+        got = run(one, ins)
+        if not got.ok or got.grads is None:
+            continue
+        exact, ideals = reference(one, ins)
+        order = sorted(range(len(one.wrt)), key=lambda i: one.wrt[i] != wrt)  # the gradient the finding is about first
+        for i in order:
+            s = error_stats(got.grads[i], exact[i], [ideal[i] for ideal in ideals], one.input(one.wrt[i]).dtype)
+            if s.nonfinite_mismatch or s.ratio >= MARGIN:
+                return node.id, s, one.wrt[i]
+    return None
