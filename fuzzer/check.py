@@ -238,7 +238,7 @@ class Checker:
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes) + hazards
         if graph.wrt:
-            findings += self._gradients(subjects, eager, sets, ctx)
+            findings += self._gradients(subjects, eager, sets, ctx, notes)
         if culprits:
             findings = [self._attribute(f, case, ctx) if f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
@@ -261,7 +261,7 @@ class Checker:
         return out
 
     def _gradients(self, subjects: list[Subject], eager: dict[str, list[Outcome]], sets: list[Values],
-                   ctx: CheckContext) -> list[Finding]:
+                   ctx: CheckContext, notes: list[str]) -> list[Finding]:
         """The gradient oracles of a training case (oracles.gradients), per executor: status, then dtype, then bound;
         the float64 reference gradients computed once per numeric graph and input set."""
         refs: dict[str, list[gradients.Reference | None]] = {}
@@ -277,7 +277,8 @@ class Checker:
                 if s.numeric.text not in refs:
                     refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
                 run = self._runner(ctx, s.name) if self.localize_faults else None
-                found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run)
+                found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,
+                                        mine or None, notes)
             out += found
         return out
 

@@ -252,13 +252,22 @@ def graph_from_json(obj: Any, input_sets: int = 1, trusted: bool = False) -> Gra
         raise IRError(f"graph: outputs must be value names, got {_show(outputs)}")
     graph = Graph(tuple(inputs), tuple(nodes), tuple(outputs))
     typed = infer(graph)
-    if graph.wrt:
-        loss = typed.values[graph.outputs[0]] if graph.outputs else None
-        if loss is None or loss.kind == "scalar" or loss.shape != () or not is_float(loss.dtype):
-            raise IRError("graph: a training case's first output is its loss: a 0-dim floating-point tensor")
+    check_training(graph, typed)
     if not trusted:
         check_size(graph, typed, input_sets)
     return graph
+
+
+def check_training(graph: Graph, typed: "TypedGraph") -> None:
+    """IRError unless a training graph's first output is its loss (a 0-dim float) and its gradients are of float
+    tensors (a forward-only graph passes)."""
+    if not graph.wrt:
+        return
+    if any(i.grad and (i.kind != "tensor" or not is_float(i.dtype)) for i in graph.inputs):
+        raise IRError("graph: a gradient is taken of floating-point tensor inputs only")
+    loss = typed.values[graph.outputs[0]] if graph.outputs else None
+    if loss is None or loss.kind == "scalar" or loss.shape != () or not is_float(loss.dtype):
+        raise IRError("graph: a training case's first output is its loss: a 0-dim floating-point tensor")
 
 
 def check_size(graph: Graph, typed: "TypedGraph", input_sets: int = 1) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from fuzzer.ir import Case, Graph, Input, Node, canonical
@@ -78,6 +78,7 @@ class GraphBuilder:
         self.values: dict[str, Val] = {}
         self.notes: dict[str, Any] = {}  # what the generators chose, for meta
         self.infinite_ok: set[str] = set()  # values that may hold -inf by design (attention masks and masked scores)
+        self.grads: set[str] = set()  # inputs whose gradients a training case checks (generators/training.py)
 
     def fresh(self, stem: str) -> str:
         """An unused value name starting with stem."""
@@ -157,7 +158,8 @@ class GraphBuilder:
         for out in outputs:
             if out.name not in names and not out.info.is_scalar:
                 names.append(out.name)
-        graph = Graph(tuple(self.inputs), tuple(self.nodes), tuple(names))
+        inputs = tuple(replace(i, grad=True) if i.name in self.grads else i for i in self.inputs)
+        graph = Graph(inputs, tuple(self.nodes), tuple(names))
         sets: dict[str, dict[str, Spec]] = {}
         for o in self.overrides:  # an input set that repeats another's values is no test of its own
             sets.setdefault(canonical(o), dict(o))

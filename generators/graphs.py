@@ -29,6 +29,7 @@ from .reductions import reduce_stage, reduction_family, softmax_family, softmax_
 from .schedule import schedule_family, schedule_source
 from .shapes import seq_shape
 from .sources import activation_dtype, activation_input
+from .training import training_family
 
 GENERATOR = "precfuzz-gen/7"  # bump when the same (seed, index) starts giving other cases
 INPUT_SETS = [(3, 3), (4, 4), (5, 3)]  # value variants per graph: one compile serves them all (issue 13; 4.0 on average)
@@ -122,19 +123,25 @@ FAMILIES: dict[str, tuple[int, Callable[[GraphBuilder], list[Val]]]] = {
     "fp8": (12, fp8_family),  # fp8 storage, casts and scaled matmuls (issue 25): 7% of the cases
 }
 REAL_MODEL_FAMILIES = ("attention", "rope", "timestep", "lookup", "unet", "head")
+# families drawn only when named (`--families`, `--train`): a default draw keeps the forward-only table above, so a
+# fixed seed gives the cases it gave before training cases existed
+NAMED_ONLY: dict[str, tuple[int, Callable[[GraphBuilder], list[Val]]]] = {
+    "training": (25, training_family),  # a block + a loss head + gradients (generators/training.py, issue 35)
+}
+ALL_FAMILIES = {**FAMILIES, **NAMED_ONLY}
 
 
 def build(draw: DrawSource, families: Sequence[str] | None = None) -> tuple[GraphBuilder, list[Val], str]:
     """(builder, outputs, family) of one graph; the builder keeps every value's interval."""
-    unknown = [f for f in families or () if f not in FAMILIES]
+    unknown = [f for f in families or () if f not in ALL_FAMILIES]
     if unknown:
         raise ValueError(f"unknown generator famil{'ies' if len(unknown) > 1 else 'y'} {', '.join(unknown)} "
-                         f"(known: {', '.join(FAMILIES)})")
-    table = [(name, FAMILIES[name][0]) for name in (families or FAMILIES)]
+                         f"(known: {', '.join(ALL_FAMILIES)})")
+    table = [(name, ALL_FAMILIES[name][0]) for name in (families or FAMILIES)]
     for _ in range(ATTEMPTS):
         family = draw.weighted(table)
         b = GraphBuilder(draw, draw.weighted(INPUT_SETS))
-        outputs = FAMILIES[family][1](b)
+        outputs = ALL_FAMILIES[family][1](b)
         if b.finite():
             break
     return b, outputs, family
@@ -158,7 +165,7 @@ def generate_case(seed: int, index: int, families: Sequence[str] | None = None) 
     try:
         return build_case(RandomDraw(random.Random(f"{GENERATOR}:{seed}:{index}")), families, meta)
     except (IRError, ValueError, IndexError, KeyError, ZeroDivisionError) as exc:
-        if any(f not in FAMILIES for f in families or ()):
+        if any(f not in ALL_FAMILIES for f in families or ()):
             raise
         failure = f"{type(exc).__name__}: {exc}"
     for attempt in range(1, REDRAWS + 1):

@@ -25,6 +25,7 @@ from fuzzer.minimize.graph_passes import (
     drop_optional_operands,
     drop_unused_inputs,
     fewer_outputs,
+    rehead,
     replace_by_values,
     truncate,
 )
@@ -60,6 +61,20 @@ def start_case() -> Case:
     return Case(Graph(inputs, nodes, ("d", "e")), ({}, {"x": {"dist": "constant", "value": 0.5}}))
 
 
+def training_start_case() -> Case:
+    """start_case as a training case: loss = sum(d * up), gradients of x, w and g (what rehead has to offer on)."""
+    base = start_case()
+    inputs = tuple(replace(i, grad=i.name in ("x", "w", "g")) for i in base.graph.inputs)
+    up = Input("up", (2, 4), "float32", init={"dist": "normal", "seed": 7})
+    nodes = base.graph.nodes + (Node("p", "mul", ("d", "up")), Node("loss", "sum", ("p",)))
+    return Case(Graph(inputs + (up,), nodes, ("loss", "e")), base.input_sets)
+
+
+def start_for(shrink) -> Case:
+    """The fixed start of a pass: the training one for the pass that moves a loss, else start_case."""
+    return training_start_case() if shrink is rehead else start_case()
+
+
 def labels(shrink, case: Case) -> list[str]:
     return [c.label for c in shrink(case)]
 
@@ -84,9 +99,9 @@ def test_pass_is_deterministic_and_offers_only_valid_strictly_smaller_cases(shri
     from dataclasses import replace
 
     passes = ("CanonicalizeBindings", "ExpandMatmulOfSum")  # a Relax pass sequence for fewer_tvm_passes to shrink
-    start = replace(start_case(), tvm_passes=passes)
+    start = replace(start_for(shrink), tvm_passes=passes)
     first = [(c.label, c.case.id) for c in shrink(start)]
-    again = [(c.label, c.case.id) for c in shrink(replace(start_case(), tvm_passes=passes))]
+    again = [(c.label, c.case.id) for c in shrink(replace(start_for(shrink), tvm_passes=passes))]
     assert first and first == again
     assert len({cid for _, cid in first}) == len(first)  # never the same case twice
     for cand in shrink(start):
@@ -97,7 +112,7 @@ def test_pass_is_deterministic_and_offers_only_valid_strictly_smaller_cases(shri
 @pytest.mark.parametrize("shrink", PASSES, ids=lambda p: p.__name__)
 def test_pass_without_progress_offers_nothing_again(shrink) -> None:
     """A pass's candidates are smaller than the case it was given, so applying one and asking again never offers it back."""
-    start = start_case()
+    start = start_for(shrink)
     for cand in list(shrink(start))[:3]:
         again = list(shrink(cand.case))
         assert all(size(c.case) < size(cand.case) for c in again)
@@ -601,3 +616,13 @@ def test_regression_a_reduction_that_slips_to_a_much_smaller_ratio_is_another_bu
     assert target.matches(found(50.0)) and not target.matches(found(2.56))
     modest = Target.parse(sig, graph).refined(found(3.0), graph)
     assert modest.matches(found(1.2))  # a modest bug may shrink to any out-of-bound ratio
+
+
+def test_rehead_moves_a_training_loss_up_the_graph_and_keeps_it_a_training_case() -> None:
+    """issue 35: truncating a training case would leave no 0-dim loss; rehead puts sum(node * upstream) at a node."""
+    start = training_start_case()
+    at_c = by_label(rehead, start, "loss head at c (layer_norm)")
+    assert [n.op for n in at_c.graph.nodes] == ["mul", "exp", "layer_norm", "mul", "sum"]
+    assert at_c.graph.wrt == ("x", "w", "g") and at_c.graph.outputs == ("loss1",) and valid(at_c)
+    assert at_c.graph.inputs[-1].name == "upstream" and not at_c.graph.inputs[-1].grad
+    assert not list(rehead(start_case()))  # a forward-only case has no loss to move

@@ -88,14 +88,14 @@ def families_from(text: str | None) -> dict[str, float] | None:
     """--families as {family: base weight} (None: every family); UsageError naming an unknown one."""
     if text is None:
         return None
-    from generators.graphs import FAMILIES
+    from generators.graphs import ALL_FAMILIES
 
     names = [f.strip() for f in text.split(",") if f.strip()]
-    unknown = [f for f in names if f not in FAMILIES]
+    unknown = [f for f in names if f not in ALL_FAMILIES]
     if not names or unknown:
         raise UsageError(f"--families: {'unknown ' + ', '.join(unknown) if unknown else 'no family named'} "
-                         f"(known: {', '.join(FAMILIES)})")
-    return {f: float(FAMILIES[f][0]) for f in names}
+                         f"(known: {', '.join(ALL_FAMILIES)})")
+    return {f: float(ALL_FAMILIES[f][0]) for f in names}
 
 
 def default_workers() -> int:

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Case, Graph, IRError, Node, infer, input_values
+from ..ir import Case, Graph, Input, IRError, Node, check_training, infer, input_values
 from ..values import ValueSpecError
 
 Spec = dict[str, Any]
@@ -56,7 +56,7 @@ def substitute(graph: Graph, old: str, new: str) -> Graph:
 def valid(case: Case) -> bool:
     """True when the case type-checks and every input set's values can be made."""
     try:
-        infer(case.graph)
+        check_training(case.graph, infer(case.graph))
         for k in range(len(case.input_sets)):
             input_values(case, k)
     except (IRError, ValueSpecError, ValueError, KeyError, TypeError):
@@ -95,3 +95,29 @@ def simplest_spec(values: np.ndarray) -> Spec:
     if flat.size >= 2 and flat[1] > 0 and np.array_equal(np.resize(np.array([-flat[1], flat[1]]), arr.shape), arr):
         return {"dist": "alternating", "value": float(flat[1])}
     return {"values": arr.tolist()}
+
+
+def loss_head(graph: Graph, value: str, before: Graph, trained: set[str]) -> Graph:
+    """A training graph whose loss is sum(value * upstream): the graph pruned to `value`, a new upstream input (normal,
+    value's shape and dtype), and gradients of the float tensor inputs in `trained` that it keeps (the op before the
+    head has its backward fed a plain upstream gradient)."""
+    info = infer(graph).values[value]
+    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+    up, weighted, loss = (_fresh_name(stem, taken) for stem in ("upstream", "weighted", "loss"))
+    head = Graph(graph.inputs, graph.nodes, (value,))
+    pruned = prune(head, before)
+    inputs = tuple(replace(i, grad=i.name in trained and i.kind == "tensor" and i.dtype in TRAINABLE)
+                   for i in pruned.inputs)
+    nodes = pruned.nodes + (Node(weighted, "mul", (value, up)), Node(loss, "sum", (weighted,)))
+    return Graph(inputs + (Input(up, info.shape, info.dtype, init={"dist": "normal", "seed": 0}),), nodes, (loss,))
+
+
+TRAINABLE = ("float16", "bfloat16", "float32")  # dtypes every backend takes gradients of
+
+
+def _fresh_name(stem: str, taken: set[str]) -> str:
+    name, k = stem, 1
+    while name in taken:
+        name, k = f"{stem}{k}", k + 1
+    taken.add(name)
+    return name

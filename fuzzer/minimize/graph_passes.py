@@ -7,12 +7,12 @@ from typing import Iterator
 
 import numpy as np
 
-from ..dtypes import round_to
+from ..dtypes import is_float, round_to
 from ..interpret import evaluate
 from ..ir import Case, Graph, Input, infer, input_values
 from ..ops import OPS
 from .candidates import Candidate, Pass, offer
-from .edit import elements, prune, simplest_spec, substitute, unused_inputs
+from .edit import elements, loss_head, prune, simplest_spec, substitute, unused_inputs
 from .size import size
 
 SMALL_TENSOR = 256  # largest node output (elements) that may be replaced by an input holding its recorded values
@@ -92,6 +92,10 @@ def isolate(ops: tuple[str, ...], blamed: str = "") -> "Pass":
                             sets[k][operand] = spec(v)
                 if ok:
                     graph = Graph(tuple(inputs), (node,), (node.id,))
+                    if g.wrt:  # a training case stays one: the node alone under a fresh loss head, the gradients
+                        # of its operands checked where they were an intermediate's or an input's that had one
+                        made = {i.name for i in inputs} - {i.name for i in g.inputs}
+                        graph = loss_head(graph, node.id, graph, set(g.wrt) | made)
                     how = "exact" if recorded else "fitted"
                     cands.append(Candidate(f"isolate {node.id} ({node.op}), {how} operands",
                                            replace(case, graph=graph, input_sets=tuple(sets))))
@@ -99,6 +103,19 @@ def isolate(ops: tuple[str, ...], blamed: str = "") -> "Pass":
 
     isolate_node.__name__ = "isolate"
     return isolate_node
+
+
+def rehead(case: Case) -> Iterator[Candidate]:
+    """A training case's loss moved to one node's output: sum(node * upstream), a plain upstream gradient (smallest
+    graph first); what follows the node goes. A forward-only case has no loss to move."""
+    g = case.graph
+    if not g.wrt:
+        return
+    typed = infer(g)
+    cands = [Candidate(f"loss head at {n.id} ({n.op})", case.with_graph(loss_head(g, n.id, g, set(g.wrt))))
+             for n in g.nodes if typed.values[n.id].kind != "scalar" and is_float(typed.values[n.id].dtype)
+             and n.id != g.outputs[0]]
+    yield from offer(case, _by_size(cands))
 
 
 def fewer_outputs(case: Case) -> Iterator[Candidate]:

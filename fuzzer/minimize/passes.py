@@ -9,6 +9,7 @@ from .graph_passes import (
                            drop_optional_operands,
                            drop_unused_inputs,
                            fewer_outputs,
+                           rehead,
                            replace_by_values,
                            truncate,
 )
@@ -19,6 +20,7 @@ from .value_passes import fewer_input_sets, simpler_dtypes, simpler_values
 PASSES: tuple[Pass, ...] = (
     fewer_tvm_passes,  # first: every later check compiles fewer passes
     fewer_outputs,
+    rehead,  # a training case's truncate: the loss moves up the graph
     truncate,
     bypass_nodes,
     replace_by_values,
