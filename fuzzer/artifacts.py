@@ -71,7 +71,7 @@ def render_finding(case: Case, finding: Finding, describe: dict[str, Any], comma
             out.repro = render_short(case, finding, executor, out.title, set_index)
         except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
             out.errors.append(f"repro.py: {type(exc).__name__}: {exc}")
-    if full:
+    if full and finding.details.get("grad") is None:  # the full oracle judges outputs; a gradient's script is the short one
         try:
             parts = replace(executor.repro_parts(case.graph), describe=describe)
             out.repro_full = render_script(case, parts, command, set_index, out.title)

@@ -175,6 +175,10 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
         executor = FrontendScript(executor)
     elif not isinstance(executor, TVMExecutor) and not hasattr(executor, "repro_env"):  # debug/faults: full only
         raise NotImplementedError(f"{executor.name} has no short script")
+    if finding.details.get("grad") is not None:  # a gradient finding: the backend's autodiff against float64's
+        from .grad_repro import render as render_gradient
+
+        return render_gradient(case, finding, executor, title, set_index)
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return _precision_script(case, finding, executor, title, set_index)
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)

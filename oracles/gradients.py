@@ -133,7 +133,7 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
                       details={"grad": name, "max_abs": s.max_abs, "worst_index": s.worst_index})
     if run is None:
         return [finding]
-    culprit = locate(numeric, sets[k], run, name)
+    culprit = locate(numeric, sets[k], run, name, nonfinite=bool(s.nonfinite_mismatch))
     if culprit is None:
         notes.append(f"{executor}: {msg}, but no op's backward is out of bound alone (the error grew from small ones)")
         return []
@@ -170,9 +170,10 @@ def downstream(graph: Graph, name: str) -> set[str]:
     return seen
 
 
-def locate(graph: Graph, values: Values, run: Run, wrt: str) -> tuple[str, ErrorStats, str] | None:
+def locate(graph: Graph, values: Values, run: Run, wrt: str, nonfinite: bool = False) -> tuple[str, ErrorStats, str] | None:
     """(node, stats, operand) of the op nearest the loss whose backward alone is out of bound on `run`, among the
-    ops between input `wrt` and the loss; None when none is (the error grew from small ones).
+    ops between input `wrt` and the loss; None when none is (the error grew from small ones). For a `nonfinite`
+    finding, the op nearest the loss whose backward alone makes non-finite values comes first, where one does.
 
     Each op is fed the ideal forward operands (fp64 math rounded per op) and the exact upstream gradient at its
     output rounded to the output's dtype, so an op is judged on its own, not on what another op's backward did."""
@@ -183,6 +184,7 @@ def locate(graph: Graph, values: Values, run: Run, wrt: str) -> tuple[str, Error
     forward = evaluate(graph, values, rounded=True)
     upstream = intermediate_grads(graph, values)
     path = downstream(graph, wrt)
+    over: list[tuple[str, ErrorStats, str]] = []
     for node in reversed(graph.nodes):
         info = typed.values[node.id]
         if node.id not in path or node.id not in upstream or not is_float(info.dtype) or info.kind == "scalar":
@@ -201,5 +203,8 @@ def locate(graph: Graph, values: Values, run: Run, wrt: str) -> tuple[str, Error
         for i in order:
             s = error_stats(got.grads[i], exact[i], [ideal[i] for ideal in ideals], one.input(one.wrt[i]).dtype)
             if s.nonfinite_mismatch or s.ratio >= MARGIN:
-                return node.id, s, one.wrt[i]
-    return None
+                over.append((node.id, s, one.wrt[i]))
+                break
+        if over and not (nonfinite and not over[-1][1].nonfinite_mismatch):
+            return over[-1]  # nearest the loss (and, for a non-finite finding, making non-finite values)
+    return over[0] if over else None

@@ -4,15 +4,29 @@ and the gradient oracles (status, dtype, bound, the op whose backward is wrong).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from fuzzer.executors import create
 from fuzzer.gradients import program, reference
-from fuzzer.ir import Graph, Input, IRError, Node, case_from_json, graph_to_json, input_values, parse_case
+from fuzzer.ir import Case, Graph, Input, IRError, Node, case_from_json, graph_to_json, input_values, parse_case
+from oracles.findings import Finding
 from oracles.gradients import single_op_case
 from oracles.nodes import rounded_inputs
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def run_alone(path: Path) -> subprocess.CompletedProcess:
+    """As a user runs it: `python -I` in the script's folder, with a bare environment."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    return subprocess.run([sys.executable, "-I", path.name], cwd=path.parent, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
 
 
 def training_case(dtype: str = "float16", mean: float = 3.0, n: int = 512) -> dict:
@@ -134,3 +148,36 @@ def test_a_single_op_training_graph_feeds_its_op_an_upstream_gradient() -> None:
     one = single_op_case(case.graph, "y")
     assert one.wrt == ("x", "w", "b") and one.outputs == ("__loss",)
     assert [n.op for n in one.nodes] == ["layer_norm", "mul", "sum"]
+
+
+def gradient_finding(executor: str, grad: str, case: Case) -> Finding:
+    return Finding("error-bound", executor, ["backward"], [], "grad-bound", "m", output=f"grad:{grad}",
+                   details={"grad": grad})
+
+
+@pytest.mark.parametrize("executor, fixture, grad", [
+    ("xla/native", "training-xla-group-norm-constant-fp16.json", "x"),
+    ("tvm/train", None, "w"),
+])
+def test_a_gradient_scripts_exit_agrees_with_the_oracle_on_this_cpu(tmp_path, executor, fixture, grad) -> None:
+    """The short script of a gradient finding runs alone (python -I) and exits 1 exactly where the oracle finds the
+    gradient out of bound on this machine (XLA:CPU and LLVM pick fp16 code by ISA: the verdict, not the bug, is
+    what must agree). Minimized from a training campaign: XLA's float16 group_norm of a constant group gives NaN
+    forward and backward; TVM's DecomposeOpsForTraining layer_norm weight gradient is ~50x past the bound."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+    from fuzzer.repro import render
+
+    case = load_case(FIXTURES / fixture) if fixture else case_from_json(training_case())
+    with ExecutorPool(["torch/eager", executor]) as pool:
+        result = Checker(pool, localize_faults=False).check(case, [executor])
+    found = any(f.details.get("grad") == grad for f in result.findings if f.executor == executor)
+    text = render(case, gradient_finding(executor, grad, case), create(executor).bind({}), "[test] a title")
+    assert len(text.splitlines()) <= 60 and "autograd.grad" in text
+    assert ("Gradient('main'" in text) == (executor == "tvm/train")
+    path = tmp_path / "repro.py"
+    path.write_text(text)
+    done = run_alone(path)
+    assert done.returncode == (1 if found else 0), done.stdout + done.stderr[-2000:]
+    assert f"gradient of {grad}" in done.stdout

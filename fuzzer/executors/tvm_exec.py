@@ -48,6 +48,7 @@ LIMITATION_PATTERNS = (
     "only support",
     "cannot handle",
     "must be float, but got",
+    "fprimalgradient has not been registered",  # relax.transform.Gradient: an op without a registered gradient
 )
 
 

@@ -1,0 +1,136 @@
+"""Short repro scripts of gradient findings: the backend's own autodiff against float64 autograd on the CPU.
+
+The script makes the case's inputs, runs the program on the backend (PyTorch / torch_xla autograd under the
+executor's policy, or TVM's DecomposeOpsForTraining + relax.transform.Gradient), takes the loss's gradient with
+respect to the tensor the finding names, and compares it with the same program's gradient in float64 on the CPU
+(PyTorch autograd: the stated independent reference, never the backend under test). PyTorch eager on the CPU runs
+the same program as the control where the backend is not PyTorch itself. It exits 1 while the gradient has
+non-finite values where the exact one is finite, or is off by more than ALLOWED (the oracle's bound restated as
+one absolute number: what an ideal 16-bit backward loses, times the multiplier, plus the slack), 0 once fixed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from oracles.bounds import allowed_abs
+from oracles.findings import Finding
+from oracles.nodes import rounded_inputs
+
+from .dtypes import is_float
+from .executors.torch_render import TORCH_DTYPE, render_function
+from .executors.tvm_exec import TVMExecutor
+from .executors.tvm_render import render_module
+from .gradients import program, reference
+from .identifiers import value_identifiers
+from .ir import Case, infer, input_values
+from .repro import _head, _input_lines
+
+
+def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0) -> str:
+    """The short script of a gradient finding (finding.details["grad"] names the tensor) on its minimized case."""
+    graph = case.graph
+    policy = ex.policy_graph(graph)
+    numeric = ex.numeric_graph(graph)
+    name = finding.details["grad"]
+    k = list(graph.wrt).index(name)
+    exact, ideals = reference(numeric, rounded_inputs(numeric, input_values(case, set_index)))
+    allowed = allowed_abs(exact[k], [ideal[k] for ideal in ideals], numeric.input(name).dtype)
+    tvm = isinstance(ex, TVMExecutor)
+    ident = value_identifiers(graph)
+    fn = render_function(graph)  # what the backend runs, under the executor's context
+    control = render_function(policy, "program")  # what eager runs: the policy's casts written out
+    want = render_function(program(policy, "float64", rounded=False), "exact")
+    made, names = _input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
+    wrt = [names[j] for j, i in enumerate(graph.inputs) if i.grad]
+    lines = ["import numpy as np", "import torch", "import torch.nn.functional as F"]
+    if tvm:  # torch here is the float64 reference only
+        lines += ["import ml_dtypes", "import tvm", "from tvm import relax as R"]
+    elif ex.repro_sync():
+        lines = [f"os.environ.setdefault({key!r}, {value!r})" for key, value in ex.repro_env().items()] + lines + [
+            "import torch_xla"]
+    lines += [f"ALLOWED = {allowed!r}  # the bound restated: an ideal 16-bit backward's error x3 + 2 ULP",
+              f"WRT = {wrt!r}  # the inputs whose gradients the loss (the first output) is taken with respect to"]
+    lines += want.splitlines()
+    if tvm:
+        lines += render_module(policy, separate_outputs=True).splitlines()
+    else:
+        lines += fn.splitlines() + ([] if control.replace("def program(", "def graph(", 1) == fn
+                                    else control.splitlines())
+    lines += made
+    same = control.replace("def program(", "def graph(", 1) == fn
+    lines += _tvm_run(policy, names, k) if tvm else _torch_run(ex, names, k, "graph" if same else "program")
+    lines += _exact_lines(names, k)  # after the backend's: a CPU backward first breaks torch_xla's autograd engine
+    if not tvm:
+        lines.append(f"control, _ = backward({'graph' if same else 'program'}, 'cpu', contextlib.nullcontext())")
+    lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident)
+    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+
+
+def _make(inp: Any, expr: str, policy: Any) -> str:
+    """One input as a CPU tensor in the policy's dtype (a Python number for a scalar)."""
+    if inp.kind == "scalar":
+        return f"{'float' if is_float(inp.dtype) else 'int'}(np.asarray({expr}).reshape(()))"
+    dtype = policy.input(inp.name).dtype
+    if dtype == "float16":  # numpy rounds float64 to float16 once; torch goes through float32 (twice)
+        return f"torch.tensor(np.asarray({expr}, dtype=np.float16))"
+    return f"torch.tensor({expr}).to({TORCH_DTYPE[dtype]})"
+
+
+def _exact_lines(names: list[str], k: int) -> list[str]:
+    """The exact gradient: the program in float64 on the CPU, PyTorch autograd."""
+    return ["doubles = [t.double().requires_grad_(n in WRT) if torch.is_tensor(t) else t for t, n in "
+            f"zip(inputs, {names!r})]",
+            "want = torch.autograd.grad(exact(*doubles)[0], [d for d, n in zip(doubles, "
+            f"{names!r}) if n in WRT])[{k}].numpy()"]
+
+
+def _torch_run(ex: Any, names: list[str], k: int, control: str) -> list[str]:
+    """The backend's gradient under the executor's context (`backward`, which the control calls again on the CPU
+    with `control`, the program with the policy's casts written out): PyTorch autograd on both."""
+    ctx = ex.repro_context() or "contextlib.nullcontext()"
+    device = "torch_xla.device()" if ex.repro_sync() else repr("cpu")
+    out = ["import contextlib", "", "", "def backward(fn, device, context):",
+           f"    args = [t.to(device).detach().requires_grad_(n in WRT) if torch.is_tensor(t) else t for t, n in "
+           f"zip(inputs, {names!r})]",
+           "    with context:",
+           "        loss = fn(*args)[0]",
+           f"    got = torch.autograd.grad(loss, [a for a, n in zip(args, {names!r}) if n in WRT])[{k}]"]
+    if ex.repro_sync():
+        out.append(f"    {ex.repro_sync()}")
+    return out + ["    return got.detach().to('cpu').double().numpy(), str(got.dtype).replace('torch.', '')", "", "",
+                  f"got, dtype = backward(graph, {device}, {ctx})"]
+
+
+def _tvm_run(policy: Any, names: list[str], k: int) -> list[str]:
+    """TVM's training flow: DecomposeOpsForTraining, Gradient of main's loss, build, run main_adjoint."""
+    typed = infer(policy)
+    dtypes = [typed.values[i.name].dtype for i in policy.inputs]
+    return ["mod = R.transform.DecomposeOpsForTraining()(build_module())",
+            "params = [p for p in mod['main'].params if p.name in WRT]",
+            "mod = R.transform.Gradient('main', require_grads=params, target_index=0)(mod)",
+            "with tvm.transform.PassContext(opt_level=3):",
+            "    vm = R.VirtualMachine(tvm.compile(mod, target='llvm'), tvm.cpu())",
+            f"DTYPES = {dtypes!r}",
+            "args = [tvm.runtime.tensor(np.array(np.asarray(t.double()).astype(getattr(ml_dtypes, d, d)), order='C'), "
+            "tvm.cpu()) for t, d in zip(inputs, DTYPES)]",
+            "_, grads = vm['main_adjoint'](*args)",
+            f"got, dtype = grads[{k}].numpy().astype(np.float64), str(grads[{k}].dtype)"]
+
+
+def _verdict(executor: str, name: str, control: bool, ident: dict[str, str]) -> list[str]:
+    """Print the errors; exit 1 while the gradient is non-finite where the exact one is not, or past ALLOWED."""
+    out = ["finite = np.isfinite(want)",
+           "bad_nonfinite = int(np.count_nonzero(finite & ~np.isfinite(got)))",
+           "err = float(np.max(np.abs(got - want)[finite & np.isfinite(got)], initial=0.0))",
+           f"print(f'gradient of {ident.get(name, name)} ({{dtype}}) on {executor}: max error {{err:.4g}}, "
+           "allowed {ALLOWED:.4g}, non-finite where exact is finite: {bad_nonfinite}')"]
+    if control:
+        out.append("print(f'PyTorch eager on the CPU, same program: max error "
+                   "{float(np.max(np.abs(control - want)[finite], initial=0.0)):.4g}')")
+    out += ["bug = bad_nonfinite > 0 or err > ALLOWED",
+            "print('BUG REPRODUCED' if bug else 'not reproduced (fixed?)')",
+            "sys.exit(1 if bug else 0)"]
+    return out
