@@ -56,7 +56,12 @@ FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, 
 
 
 def error_family(finding: Finding) -> str:
-    """The class part of the key."""
+    """The class part of the key (a gradient finding's is its forward counterpart's, prefixed `backward-`: one op's
+    backward is another kernel, another lowering, another fix upstream than its forward)."""
+    if finding.details.get("grad") is not None:
+        plain = replace(finding, details={k: v for k, v in finding.details.items() if k != "grad"},
+                        error_class=finding.error_class.removeprefix("grad-").replace("backward-raises", "raises"))
+        return "backward-" + error_family(plain)
     if finding.oracle in ("error-bound", "effective-precision"):
         if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
@@ -231,6 +236,13 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     passes = culprit or _pass_names(describe or {})
     scope = f" after {passes}" if (variant != "*" or culprit) and passes else ""
     fam = error_family(finding)
+    grad = finding.details.get("grad")
+    if grad is not None:
+        what = {"grad-nonfinite": "is inf/nan where an fp32-accumulating backward is finite",
+                "grad-dtype": f"has dtype {(finding.dtypes or ['?'])[-1].split('->')[-1]} where PyTorch's differs",
+                "backward-raises": f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
+            finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
+        return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"
     if finding.kind == "model-hazard" and finding.error_class == "precision":
         d = finding.details
         return (f"Precision hazard: {dc} {op} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "

@@ -494,7 +494,8 @@ class Campaign:
         raises or loses, which the backend's script does not show); return its record (count 1)."""
         hazard = finding.kind == "model-hazard"
         art = write_finding(folder, case, finding, self.describe(finding.executor, pool),
-                            f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}", short=hazard)
+                            f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}",
+                            short=hazard or finding.details.get("grad") is not None)  # a gradient's script is the short one
         rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
         rec = {
             "signature": finding.signature, "oracle": finding.oracle, "kind": finding.kind, "executor": finding.executor,
@@ -506,8 +507,11 @@ class Campaign:
             "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "bug_key": key,
             "input_set": finding.input_set,
             "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix", "culprit_pass",
-                                                                                "passes")},
+                                                                                "passes", "grad", "operand", "error_key",
+                                                                                "cause_in")},
         }
+        if finding.details.get("grad") is not None:
+            rec["grad"] = finding.details["grad"]  # a gradient finding names its tensor (the op is in `ops`)
         desc = self.described.get(finding.executor, {})
         rec.update(settings=desc.get("settings", {}), versions=desc.get("versions", {}))
         if art.errors:

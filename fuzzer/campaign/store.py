@@ -88,7 +88,7 @@ RECORD_OPTIONAL: dict[str, tuple[type, ...]] = {
     "kind": (str,), "bug": (str,), "bug_key": (str,), "title": (str,), "message": (str,), "error_class": (str,),
     "original": (str, type(None)), "case": (str, type(None)), "repro": (str, type(None)),
     "report": (str, type(None)), "first_seen_s": (int, float), "input_set": (int,), "details": (dict,),
-    "against": (str,), "ratio": (int, float, str, type(None)), "max_ulp": (int, float, str, type(None))}
+    "against": (str,), "ratio": (int, float, str, type(None)), "max_ulp": (int, float, str, type(None)), "grad": (str,)}
 # Fields of state.json, when present, with their types.
 STATE_FIELDS: dict[str, tuple[type, ...]] = {
     "version": (int,), "seed": (int,), "next_index": (int,), "pending": (list,), "seeds_done": (list,),

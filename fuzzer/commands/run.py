@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..executors import create
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
 from ..campaign.schedule import SCHEDULES
@@ -74,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--families", default=None,
                         help="comma-separated generator families the cases come from, with their base weights "
                              "(default: all; a resume takes the same list again)")
+    parser.add_argument("--train", action="store_true",
+                        help="training cases too: a quarter of the cases are a block, a loss head and the gradients "
+                             "of its inputs and parameters (family `training`), and tvm/train (TVM's training flow) "
+                             "joins the default executors; a resume takes it again")
     add_campaign_arguments(parser)
 
 
@@ -82,6 +87,19 @@ def _generate_among(names: list[str], seed: int, index: int, families: list[str]
     from generators.graphs import generate_case
 
     return generate_case(seed, index, families or names)
+
+
+TRAINING_SHARE = 0.25  # of the cases, under --train
+
+
+def with_training(families: dict[str, float] | None) -> dict[str, float]:
+    """The family weights with `training` added at TRAINING_SHARE of the draws (every forward family when None)."""
+    from generators.graphs import FAMILIES
+
+    base = {k: v for k, v in (families or {f: float(w) for f, (w, _) in FAMILIES.items()}).items() if k != "training"}
+    if not base:
+        return {"training": 1.0}
+    return {**base, "training": round(sum(base.values()) * TRAINING_SHARE / (1 - TRAINING_SHARE), 3)}
 
 
 def families_from(text: str | None) -> dict[str, float] | None:
@@ -164,6 +182,10 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
         cfg.schedule, cfg.schedule_default = args.schedule, "adaptive"
         cfg.families = families_from(args.families)
+        if args.train:
+            cfg.families = with_training(cfg.families)
+            if args.executors is None and "tvm/train" not in cfg.executors and not create("tvm/train").availability():
+                cfg.executors = [*cfg.executors, "tvm/train"]
         if cfg.families:  # uniform: cases from these families only; adaptive: steered among them
             cfg.generate = functools.partial(_generate_among, list(cfg.families))
         existed = cfg.out.exists()
