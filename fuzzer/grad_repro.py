@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from oracles.bounds import allowed_abs
+from oracles.bounds import allowed_ulps
+from oracles.error_bounds import MARGIN
 from oracles.findings import Finding
 from oracles.nodes import rounded_inputs
 
-from .dtypes import is_float
+from .dtypes import FLOAT_FORMATS, is_float
 from .executors.torch_render import TORCH_DTYPE, render_function
 from .executors.tvm_exec import TVMExecutor
 from .executors.tvm_render import render_module
@@ -37,7 +38,9 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     name = finding.details["grad"]
     k = list(graph.wrt).index(name)
     exact, ideals = reference(numeric, rounded_inputs(numeric, input_values(case, set_index)))
-    allowed = allowed_abs(exact[k], [ideal[k] for ideal in ideals], numeric.input(name).dtype)
+    dtype = numeric.input(name).dtype
+    fmt = FLOAT_FORMATS[dtype]
+    bound = (*allowed_ulps(exact[k], [ideal[k] for ideal in ideals], dtype), fmt.mantissa_bits, fmt.min_exponent)
     tvm = isinstance(ex, TVMExecutor)
     ident = value_identifiers(graph)
     fn = render_function(graph)  # what the backend runs, under the executor's context
@@ -51,7 +54,9 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     elif ex.repro_sync():
         lines = [f"os.environ.setdefault({key!r}, {value!r})" for key, value in ex.repro_env().items()] + lines + [
             "import torch_xla"]
-    lines += [f"ALLOWED = {allowed!r}  # the bound restated: an ideal 16-bit backward's error x3 + 2 ULP",
+    lines += [f"ALLOWED = ({float(bound[0])!r}, {float(bound[1])!r}, {bound[2]}, {bound[3]})  # max and RMS error in "
+              f"ULPs (at each value's magnitude, floored at the RMS): 3x an ideal 16-bit backward's + 2; a bug at "
+              f"{MARGIN:g}x",
               f"WRT = {wrt!r}  # the inputs whose gradients the loss (the first output) is taken with respect to"]
     lines += want.splitlines()
     if tvm:
@@ -121,16 +126,22 @@ def _tvm_run(policy: Any, names: list[str], k: int) -> list[str]:
 
 
 def _verdict(executor: str, name: str, control: bool, ident: dict[str, str]) -> list[str]:
-    """Print the errors; exit 1 while the gradient is non-finite where the exact one is not, or past ALLOWED."""
+    """Print the errors; exit 1 while the gradient is non-finite where the exact one is not, or its error in ULPs is
+    MARGIN times the bound (the oracle's ratio restated: worst with worst, RMS with RMS)."""
     out = ["finite = np.isfinite(want)",
            "bad_nonfinite = int(np.count_nonzero(finite & ~np.isfinite(got)))",
-           "err = float(np.max(np.abs(got - want)[finite & np.isfinite(got)], initial=0.0))",
-           f"print(f'gradient of {ident.get(name, name)} ({{dtype}}) on {executor}: max error {{err:.4g}}, "
-           "allowed {ALLOWED:.4g}, non-finite where exact is finite: {bad_nonfinite}')"]
+           "ok = finite & np.isfinite(got)",
+           "scale = np.maximum(np.abs(want), np.sqrt(np.mean(want[finite] ** 2)) if finite.any() else 0.0)",
+           "ulps = (np.abs(got - want) / np.exp2(np.maximum(np.floor(np.log2(np.where(scale > 0, scale, 1e-300))), "
+           "ALLOWED[3]) - ALLOWED[2]))[ok]",
+           "ratio = max(ulps.max() / ALLOWED[0], np.sqrt(np.mean(ulps ** 2)) / ALLOWED[1]) if ulps.size else 0.0",
+           f"print(f'gradient of {ident.get(name, name)} ({{dtype}}) on {executor}: max error "
+           "{np.max(np.abs(got - want)[ok], initial=0.0):.4g} ({ratio:.3g}x the allowed error), non-finite where "
+           "exact is finite: {bad_nonfinite}')"]
     if control:
         out.append("print(f'PyTorch eager on the CPU, same program: max error "
                    "{float(np.max(np.abs(control - want)[finite], initial=0.0)):.4g}')")
-    out += ["bug = bad_nonfinite > 0 or err > ALLOWED",
+    out += [f"bug = bad_nonfinite > 0 or ratio >= {MARGIN!r}",
             "print('BUG REPRODUCED' if bug else 'not reproduced (fixed?)')",
             "sys.exit(1 if bug else 0)"]
     return out

@@ -20,7 +20,7 @@ KIND_ORDER = {"backend-bug": 0, "model-hazard": 1, "unsupported": 2}
 
 @dataclass
 class Bug:
-    """One root cause: what bugs.jsonl holds per line (see DESIGN.md, Bug record)."""
+    """One root cause: what bugs.jsonl holds per line (see ARCHITECTURE.md, Contracts)."""
 
     bug: str  # stable id (from the key it was opened with)
     key: str

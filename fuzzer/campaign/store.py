@@ -80,7 +80,7 @@ def dumps(obj: Any) -> str:
     return json.dumps(clean(obj), default=_json_default, sort_keys=True)
 
 
-# Fields of a finding record (DESIGN.md) the campaign and the report rely on, with the types they need.
+# Fields of a finding record (ARCHITECTURE.md) the campaign and the report rely on, with the types they need.
 RECORD_FIELDS: dict[str, tuple[type, ...]] = {"signature": (str,), "oracle": (str,), "executor": (str,),
                                               "ops": (list,), "dtypes": (list,), "count": (int,)}
 # Fields a finding record may lack, with the types they must have where present (None: may be null).
