@@ -60,6 +60,7 @@ class CheckResult:
     oracle_s: float = 0.0  # reference, ideals, eager runs, probes and oracles
     eager: dict[str, list[Outcome]] = field(default_factory=dict)  # executor -> eager's outcomes on its policy
     notes: list[str] = field(default_factory=list)  # numeric violations no single node explains, and the like
+    backward: dict[str, str] = field(default_factory=dict)  # training case: executor -> its gradients in a word
     oracle_backend: dict[str, dict[str, float]] = field(default_factory=dict)  # executor -> compiles, compile_s, run_s
     # the oracles spent on it (probes, eager's policy graphs, attribution rechecks): backend work beyond the tests
 
@@ -237,13 +238,14 @@ class Checker:
         explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes) + hazards
+        backward: dict[str, str] = {}
         if graph.wrt:
-            findings += self._gradients(subjects, eager, sets, ctx, notes)
+            findings += self._gradients(subjects, eager, sets, ctx, notes, backward)
         if culprits:
             findings = [self._attribute(f, case, ctx) if f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
         spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
-        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, spent)
+        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, backward, spent)
 
     def _refused_policies(self, graph: Graph, names: list[str], ctx: CheckContext) -> dict[str, str]:
         """Executors whose policy turns the case into a program the IR rejects, and why (triage16: model.to(bfloat16)
@@ -261,12 +263,15 @@ class Checker:
         return out
 
     def _gradients(self, subjects: list[Subject], eager: dict[str, list[Outcome]], sets: list[Values],
-                   ctx: CheckContext, notes: list[str]) -> list[Finding]:
+                   ctx: CheckContext, notes: list[str], summary: dict[str, str]) -> list[Finding]:
         """The gradient oracles of a training case (oracles.gradients), per executor: status, then dtype, then bound;
-        the float64 reference gradients computed once per numeric graph and input set."""
+        the float64 reference gradients computed once per numeric graph and input set. `summary` gets each
+        executor's gradients in a word (the worst ratio to the bound, `raises`, or `-` where it took none)."""
         refs: dict[str, list[gradients.Reference | None]] = {}
         out: list[Finding] = []
         for s in subjects:
+            raised = next((o.backward_error for o in s.outcomes if o.backward_error is not None), None)
+            summary[s.name] = "raises" if raised else "-"
             mine = eager.get(s.name, [])
             found = gradients.status(s.name, s.graph, s.outcomes, mine) if mine else []
             if not found and mine and s.dtype_contract:
@@ -276,6 +281,9 @@ class Checker:
                 ins = [rounded_inputs(s.numeric, v) for v in sets]
                 if s.numeric.text not in refs:
                     refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
+                judged = gradients.judge(s.outcomes, refs[s.numeric.text], [s.numeric.input(n).dtype for n in s.numeric.wrt])
+                worst = max((j[2].ratio for j in judged), default=0.0)
+                summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
                 run = self._runner(ctx, s.name) if self.localize_faults else None
                 found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,
                                         mine or None, notes)

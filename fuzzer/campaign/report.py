@@ -134,16 +134,21 @@ def bug_sections(bugs: list[dict[str, Any]]) -> list[str]:
         if not mine:
             lines += ["None.", ""]
             continue
-        lines += ["| # | title | backend | executors | minimized | confirmed | nodes | repro | report | first seen (s) | hits |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| # | title | pass | backend | executors | minimized | confirmed | nodes | repro | report | first seen (s) | hits |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for k, b in enumerate(sorted(mine, key=lambda b: b.get("first_seen_s", 0)), 1):
             title = md.text(b.get("title") or b.get("key"))
-            lines.append(f"| {k} | {title} | {md.text(b.get('backend'))} | {md.text(', '.join(map(str, b.get('executors', []))))} | "
+            lines.append(f"| {k} | {title} | {pass_kind(b)} | {md.text(b.get('backend'))} | {md.text(', '.join(map(str, b.get('executors', []))))} | "
                          f"{'yes' if b.get('minimized') else 'no'} | {'yes' if b.get('confirmed') else 'no'} | "
                          f"{_fmt(b.get('nodes'))} | {link(b.get('repro'), 'repro.py')} | {link(b.get('report'), 'report.md')} | "
                          f"{_fmt(b.get('first_seen_s'))} | {md.text(b.get('count', 0))} |")
         lines.append("")
     return lines + pass_section(live)
+
+
+def pass_kind(bug: dict[str, Any]) -> str:
+    """`backward` for a bug of a gradient (its key's error family says so), else `forward`."""
+    return "backward" if "|backward-" in str(bug.get("key", "")) else "forward"
 
 
 def pass_of(bug: dict[str, Any]) -> str:
@@ -197,7 +202,9 @@ def write_report(root: Path, force: bool = False) -> Path:
              f"- cases: {state.get('cases', 0)}, tests (executor x input set): {state.get('tests', 0)}, "
              f"campaign time: {state.get('elapsed_s', 0):.0f} s, seed {state.get('seed')}",
              f"- executors: {md.text(', '.join(map(str, state.get('executors', []))))}",
-             f"- bugs: {sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug')} backend bugs, "
+             f"- bugs: {sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug')} backend bugs "
+             f"({sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug' and pass_kind(b) == 'backward')}"
+             " of them in the backward pass), "
              f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'model-hazard')} model hazards, "
              f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'unsupported')} coverage gaps "
              f"(from {len(findings)} distinct findings)", ""]

@@ -38,12 +38,13 @@ def _num(value: float | None, fmt: str) -> str:
 
 def table(result: CheckResult) -> str:
     """The verdict table, one row per executor, then the findings."""
-    head = ["executor", "status", "dtype", "max abs err", "max ULP", "ratio", "verdict"]
+    backward = bool(result.backward)  # a training case: the gradients' worst ratio to their bound, apart
+    head = ["executor", "status", "dtype", "max abs err", "max ULP", "ratio"] + ["backward"] * backward + ["verdict"]
     rows = []
     for name in result.outcomes:
         r = result.row(name)
         rows.append([name, r["status"], r["dtype"], _num(r["max_abs"], ".4g"), _num(r["max_ulp"], ".1f"),
-                     _num(r["ratio"], ".3g"), r["verdict"]])
+                     _num(r["ratio"], ".3g")] + [result.backward.get(name, "-")] * backward + [r["verdict"]])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in [head, *rows]]
     for name in result.outcomes:
@@ -71,6 +72,8 @@ def to_json(result: CheckResult) -> dict:
         outcomes[name] = {**{k: v for k, v in r.items() if k != "detail"},
                           "sets": [o.to_json() for o in outs]}
         outcomes[name]["sets"] = [{k: v for k, v in s.items() if k != "info" or "traceback" not in v} for s in outcomes[name]["sets"]]
+        if result.backward:
+            outcomes[name]["backward"] = result.backward.get(name, "-")
     return {"case": result.case.id, "outcomes": outcomes, "findings": [f.record() for f in result.findings],
             "notes": result.notes}
 
