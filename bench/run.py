@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from fuzzer.campaign import Campaign, CampaignConfig
 from fuzzer.campaign.progress import Progress
@@ -141,6 +142,44 @@ def audit_zoo(timeout_s: float) -> dict:
             "budget_s": BUDGET_S, "over_budget": [e.model for e in entries if e.exit is None or e.seconds > BUDGET_S]}
 
 
+def training_cost(seed: int, count: int, executors: list[str]) -> dict:
+    """Training cases against their own graphs run forward-only (the grad flags dropped), case by case in one pool
+    (issue 35: a training case costs at most 3x a forward case of the same graph): wall seconds per check, tests/s."""
+    from dataclasses import replace as dc_replace
+
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+    from generators.graphs import generate_case
+
+    names = list(dict.fromkeys([*executors, "tvm/train"]))
+    cases = [generate_case(seed, i, ["training"]) for i in range(count)]
+    per_case, spent, tests = [], {"training": 0.0, "forward": 0.0}, {"training": 0, "forward": 0}
+    with ExecutorPool(names, timeout=300.0) as pool:
+        checker = Checker(pool)
+        checker.check(dc_replace(cases[0], graph=_forward(cases[0].graph)))  # warm-up: loads and first compiles
+        for case in cases:
+            seconds = {}
+            for kind, graph in (("forward", _forward(case.graph)), ("training", case.graph)):
+                t0 = time.perf_counter()
+                result = checker.check(dc_replace(case, graph=graph))
+                seconds[kind] = time.perf_counter() - t0
+                spent[kind] += seconds[kind]
+                tests[kind] += sum(len(o) for o in result.outcomes.values())
+            per_case.append(seconds["training"] / max(seconds["forward"], 1e-9))
+    return {"cases": count, "executors": names,
+            "training_tests_per_s": round(tests["training"] / max(spent["training"], 1e-9), 3),
+            "forward_tests_per_s": round(tests["forward"] / max(spent["forward"], 1e-9), 3),
+            "cost_ratio_total": round(spent["training"] / max(spent["forward"], 1e-9), 3),
+            "cost_ratio_median": round(statistics.median(per_case), 3), "cost_ratio_max": round(max(per_case), 3)}
+
+
+def _forward(graph: Any) -> Any:
+    """The same graph (a fuzzer.ir.Graph) as a forward-only case: no input asks for a gradient."""
+    from dataclasses import replace as dc_replace
+
+    return dc_replace(graph, inputs=tuple(dc_replace(i, grad=False) for i in graph.inputs))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and write the results file."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -148,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--executors", default=None)
     parser.add_argument("--minimize-budget", type=float, default=120.0)
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit, zoo")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit, training, zoo")
+    parser.add_argument("--training-cases", type=int, default=int(os.environ.get("BENCH_TRAINING_CASES", 24)),
+                        help="training cases the training part checks, each also run forward-only")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results.json"))
     parser.add_argument("--zoo", action="store_true", default=bool(os.environ.get("BENCH_ZOO")),
                         help="also audit every corpus/zoo model (audit_zoo: seconds per model; ~12 audits, opt-in)")
@@ -183,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                       minimize_s_max=max(secs) if secs else None)
     if "audit" not in skip:
         result["audit_transformer"] = audit_seconds()
+    if "training" not in skip:
+        print("bench: training cases against their own graphs forward-only", file=sys.stderr)
+        result["training"] = training_cost(args.seed, args.training_cases, executors)
     if args.zoo and "zoo" not in skip:
         result["audit_zoo"] = audit_zoo(args.zoo_timeout)
     result["machine"] = {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
