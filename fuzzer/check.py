@@ -281,8 +281,8 @@ class Checker:
                 ins = [rounded_inputs(s.numeric, v) for v in sets]
                 if s.numeric.text not in refs:
                     refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
-                judged = gradients.judge(s.outcomes, refs[s.numeric.text], [s.numeric.input(n).dtype for n in s.numeric.wrt])
-                worst = max((j[2].ratio for j in judged), default=0.0)
+                judged = gradients.judge(s.outcomes, refs[s.numeric.text], [s.numeric.input(n) for n in s.numeric.wrt])
+                worst = max((j.stats.ratio for j in judged), default=0.0)
                 summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
                 run = self._runner(ctx, s.name) if self.localize_faults else None
                 found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,

@@ -118,3 +118,9 @@ def round_to(values: np.ndarray | float, dtype: str) -> np.ndarray:
         return arr.astype(numpy_dtype(dtype)).astype(np.float64)
 
 
+def flush(values: np.ndarray | float, dtype: str) -> np.ndarray:
+    """`values` with every number below the smallest normal of `dtype` set to zero (what FTZ/DAZ hardware does)."""
+    v = np.asarray(values, dtype=np.float64)
+    if dtype not in FLOAT_FORMATS:
+        return v
+    return np.where(np.abs(v) < 2.0 ** FLOAT_FORMATS[dtype].min_exponent, 0.0, v)

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import is_float, round_to
+from .dtypes import flush, is_float, round_to
+from .identifiers import fresh_name
 from .ir import Graph, Node, infer, redeclare
 
 Values = dict[str, np.ndarray]
@@ -48,10 +49,7 @@ def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
         info = typed.values[node.id]
         if info.kind == "scalar" or not is_float(info.dtype) or info.dtype in (arithmetic, "float64"):
             continue
-        narrow, back = f"{node.id}__to_{info.dtype}", f"{node.id}__rounded"
-        while narrow in taken or back in taken:
-            narrow, back = narrow + "_", back + "_"
-        taken |= {narrow, back}
+        narrow, back = fresh_name(f"{node.id}__to_{info.dtype}", taken), fresh_name(f"{node.id}__rounded", taken)
         nodes += [Node(narrow, "astype", (node.id,), {"dtype": info.dtype}),
                   Node(back, "astype", (narrow,), {"dtype": arithmetic})]
         rename[node.id] = back
@@ -79,17 +77,35 @@ def autograd(graph: Graph, values: Values) -> list[np.ndarray]:
     return [np.zeros(leaf.shape) if g is None else g.detach().to(torch.float64).numpy() for g, leaf in zip(grads, leaves)]
 
 
-def reference(graph: Graph, values: Values) -> tuple[list[np.ndarray], list[list[np.ndarray]]]:
-    """(exact gradients, [ideal gradients per ideal implementation]) of `graph` (a numeric graph) on `values`,
-    which are already rounded to the graph's declared input dtypes. Each ideal's gradient of an input is rounded
-    once more to that input's declared dtype (the gradient has the parameter's dtype)."""
+def reference(graph: Graph, values: Values) -> tuple[list[np.ndarray], list[list[np.ndarray]], list[float]]:
+    """(exact gradients, [ideal gradients per ideal implementation], error-scale floors) of `graph` (a numeric graph)
+    on `values`, which are already rounded to the graph's declared input dtypes. Each ideal's gradient of an input
+    is rounded once more to that input's declared dtype (the gradient has the parameter's dtype).
+
+    A gradient's floor is the magnitude of the terms its backward sums, estimated from cancellation: the RMS
+    difference between the same program's gradients in float32 and float64, times 2^24. Where the exact gradient
+    is zero by cancellation (the loss sums a normalized output: sum(softmax), a layer_norm without weight), its
+    error is judged at that magnitude, not at the dtype's smallest spacing (triage19: ratios of 2e3 to 7e38).
+
+    The ideals: the rounded program in float64 and in float32 arithmetic, and, where an input or a gradient is
+    subnormal, the float64 one on inputs flushed to zero with its gradients flushed (flush-to-zero is a documented
+    choice of XLA's CPU code and of bf16 GEMMs: triage19 filed four such gradients as bugs)."""
     exact = autograd(program(graph, "float64", rounded=False), values)
     wrt = [graph.input(name) for name in graph.wrt]
+    rounded = program(graph, "float64", rounded=True)
     ideals = []
     for arithmetic in ("float64", "float32"):
-        grads = autograd(program(graph, arithmetic, rounded=True), values)
+        grads = autograd(rounded if arithmetic == "float64" else program(graph, arithmetic, rounded=True), values)
         ideals.append([round_to(g, inp.dtype) for g, inp in zip(grads, wrt)])
-    return exact, ideals
+    single = autograd(program(graph, "float32", rounded=False), values)
+    floors = [float(np.sqrt(np.mean(np.nan_to_num(g32 - g) ** 2))) * 2.0 ** 24 if g.size else 0.0
+              for g32, g in zip(single, exact)]
+    flushed = {i.name: (flush(values[i.name], i.dtype) if i.kind == "tensor" else values[i.name]) for i in graph.inputs}
+    if any(not np.array_equal(flushed[k], values[k]) for k in flushed) or any(
+            not np.array_equal(flush(g, i.dtype), g) for g, i in zip(ideals[0], wrt)):
+        grads = autograd(rounded, flushed)
+        ideals.append([flush(round_to(g, inp.dtype), inp.dtype) for g, inp in zip(grads, wrt)])
+    return exact, ideals, floors
 
 
 def intermediate_grads(graph: Graph, values: Values) -> dict[str, np.ndarray]:

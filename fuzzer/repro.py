@@ -28,7 +28,7 @@ from . import __version__
 from .dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION, is_float
 from .executors.base import Executor
 from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
-from .executors.tvm_exec import NO_TORCH, TVMExecutor, render_passes
+from .executors.tvm_exec import NO_TORCH, TVMExecutor, TVMTrainExecutor, render_passes
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
 from .identifiers import literal, value_identifiers
@@ -179,6 +179,10 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
         from .grad_repro import render as render_gradient
 
         return render_gradient(case, finding, executor, title, set_index)
+    if isinstance(executor, TVMTrainExecutor) and case.graph.wrt and finding.oracle in ("status-divergence", "coverage"):
+        from .grad_repro import render_status  # TVM's training flow raising: the script runs Gradient too
+
+        return render_status(case, finding, executor, title, set_index)
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return _precision_script(case, finding, executor, title, set_index)
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)

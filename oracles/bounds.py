@@ -133,7 +133,7 @@ def allowed_abs(expected: np.ndarray, ideals: list[np.ndarray], dtype: str, mult
 
 
 def allowed_ulps(expected: np.ndarray, ideals: list[np.ndarray], dtype: str, multiplier: float = MULTIPLIER,
-                 slack_ulps: float = SLACK_ULPS) -> tuple[float, float]:
+                 slack_ulps: float = SLACK_ULPS, floor: float = 0.0) -> tuple[float, float]:
     """The two denominators of `bound_ratio` (allowed max and RMS error, in ULPs of `dtype` at each element's
     magnitude floored at the RMS), so that a short repro script restates the oracle's verdict exactly:
     ratio = max(max_err_ulps / allowed[0], rms_err_ulps / allowed[1])."""
@@ -145,7 +145,7 @@ def allowed_ulps(expected: np.ndarray, ideals: list[np.ndarray], dtype: str, mul
     if not fin.any():
         return slack_ulps, slack_ulps
     out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
-    scale = np.maximum(np.abs(e), np.sqrt(np.mean(e[fin] ** 2)))
+    scale = np.maximum(np.maximum(np.abs(e), np.sqrt(np.mean(e[fin] ** 2))), floor)
     unit = ulp(np.where(fin, scale, 1.0), out_dtype)
     ideal_err = np.zeros_like(e)
     with np.errstate(invalid="ignore", over="ignore"):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from fuzzer.dtypes import (
+    flush,
     FLOAT_FORMATS,
     LOW_PRECISION,
     cast_undefined,
@@ -202,14 +203,6 @@ def excess_precision_stats(numeric: Graph, typed: Any, node: Any, sub: Graph, su
     values = {name: env[name] for name in inputs}
     exact = evaluate(fused, values, rounded=False)[node.id]
     return error_stats(actual, exact, ideal_values(fused, values)[node.id], dtype)
-
-
-def flush(values: Any, dtype: str) -> np.ndarray:
-    """`values` with every number below the smallest normal of `dtype` set to zero (what FTZ/DAZ hardware does)."""
-    v = np.asarray(values, dtype=np.float64)
-    if dtype not in FLOAT_FORMATS:
-        return v
-    return np.where(np.abs(v) < 2.0 ** FLOAT_FORMATS[dtype].min_exponent, 0.0, v)
 
 
 def flushing_explains(sub: Graph, inputs: Values, actual: np.ndarray, dtype: str) -> bool:

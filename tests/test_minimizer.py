@@ -623,6 +623,17 @@ def test_rehead_moves_a_training_loss_up_the_graph_and_keeps_it_a_training_case(
     start = training_start_case()
     at_c = by_label(rehead, start, "loss head at c (layer_norm)")
     assert [n.op for n in at_c.graph.nodes] == ["mul", "exp", "layer_norm", "mul", "sum"]
-    assert at_c.graph.wrt == ("x", "w", "g") and at_c.graph.outputs == ("loss1",) and valid(at_c)
+    assert at_c.graph.wrt == ("x", "w", "g") and at_c.graph.outputs == ("loss_1",) and valid(at_c)
     assert at_c.graph.inputs[-1].name == "upstream" and not at_c.graph.inputs[-1].grad
     assert not list(rehead(start_case()))  # a forward-only case has no loss to move
+
+
+def test_regression_rehead_at_a_0_dim_value_makes_a_valid_loss() -> None:
+    """triage19 b3e5187054 (and 8 more): rehead put sum(mean_logp * upstream) on a 0-dim value; sizing the candidate
+    raised "sum needs a tensor of rank >= 1" and the minimizer failed. A 0-dim value's loss is value * upstream."""
+    start = training_start_case()
+    g = start.graph
+    nodes = g.nodes[:-1] + (Node("m", "mean", ("p",)), Node("loss", "neg", ("m",)))
+    case = Case(Graph(g.inputs, nodes, ("loss", "e")), start.input_sets)
+    at_m = by_label(rehead, case, "loss head at m (mean)")
+    assert valid(at_m) and at_m.graph.nodes[-1].op == "mul" and at_m.graph.wrt == ("x", "w", "g")

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import outcome as oc
 from ..dtypes import FLOAT_FORMATS, FP8, is_float
+from ..identifiers import fresh_name
 from ..ir import Graph, Input, Node, infer
 from ..ops import OPS, ValueInfo, is_cast, tagged
 from .base import Executor, Inputs
@@ -33,14 +34,6 @@ def _value_types(inputs: tuple[Input, ...], nodes: list[Node]) -> dict[str, Valu
     if probe is None:
         return {}
     return infer(Graph(inputs, tuple(nodes), (probe,))).values
-
-
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    taken.add(name)
-    return name
 
 
 def autocast_graph(graph: Graph, lower: frozenset[str], fp32: frozenset[str], dtype: str = "bfloat16") -> Graph:
@@ -65,7 +58,7 @@ def autocast_graph(graph: Graph, lower: frozenset[str], fp32: frozenset[str], dt
                 operands.append(operand)
                 continue
             if (operand, target) not in casts:
-                casts[(operand, target)] = _fresh(f"{operand}_to_{target}", taken)
+                casts[(operand, target)] = fresh_name(f"{operand}_to_{target}", taken)
                 nodes.append(Node(casts[(operand, target)], "astype", (operand,), {"dtype": target}))
             operands.append(casts[(operand, target)])
         nodes.append(replace(node, inputs=tuple(operands)))
@@ -94,14 +87,14 @@ def computed_in(graph: Graph, ops: frozenset[str] | None, dtype: str, declared: 
             if info is not None and not info.is_scalar and info.dtype in declared:
                 if dtype in FP8:  # Neuron's documented caveat: out of range is the user's risk, judged as saturating
                     top = FLOAT_FORMATS[dtype].max_value
-                    clamped = _fresh(f"{operand}_within_{dtype}_for_{node.id}", taken)
+                    clamped = fresh_name(f"{operand}_within_{dtype}_for_{node.id}", taken)
                     nodes.append(Node(clamped, "clamp", (operand,), {"min": -top, "max": top}))
                     operand = clamped
-                cast = _fresh(f"{operand}_to_{dtype}_for_{node.id}", taken)
+                cast = fresh_name(f"{operand}_to_{dtype}_for_{node.id}", taken)
                 nodes.append(Node(cast, "astype", (operand,), {"dtype": dtype}))
                 operand = cast
             operands.append(operand)
-        inner = _fresh(f"{node.id}_{dtype}", taken)
+        inner = fresh_name(f"{node.id}_{dtype}", taken)
         nodes.append(replace(node, id=inner, inputs=tuple(operands)))
         nodes.append(Node(node.id, "astype", (inner,), {"dtype": out}))
     return Graph(graph.inputs, tuple(nodes), graph.outputs)

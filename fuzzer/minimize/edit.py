@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..identifiers import fresh_name
 from ..ir import Case, Graph, Input, IRError, Node, check_training, infer, input_values
 from ..values import ValueSpecError
 
@@ -103,21 +104,16 @@ def loss_head(graph: Graph, value: str, before: Graph, trained: set[str]) -> Gra
     head has its backward fed a plain upstream gradient)."""
     info = infer(graph).values[value]
     taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
-    up, weighted, loss = (_fresh_name(stem, taken) for stem in ("upstream", "weighted", "loss"))
+    up, weighted, loss = (fresh_name(stem, taken) for stem in ("upstream", "weighted", "loss"))
     head = Graph(graph.inputs, graph.nodes, (value,))
     pruned = prune(head, before)
     inputs = tuple(replace(i, grad=i.name in trained and i.kind == "tensor" and i.dtype in TRAINABLE)
                    for i in pruned.inputs)
-    nodes = pruned.nodes + (Node(weighted, "mul", (value, up)), Node(loss, "sum", (weighted,)))
+    if info.shape == ():  # a 0-dim value: value * upstream is the loss (sum takes rank >= 1)
+        nodes = pruned.nodes + (Node(loss, "mul", (value, up)),)
+    else:
+        nodes = pruned.nodes + (Node(weighted, "mul", (value, up)), Node(loss, "sum", (weighted,)))
     return Graph(inputs + (Input(up, info.shape, info.dtype, init={"dist": "normal", "seed": 0}),), nodes, (loss,))
 
 
 TRAINABLE = ("float16", "bfloat16", "float32")  # dtypes every backend takes gradients of
-
-
-def _fresh_name(stem: str, taken: set[str]) -> str:
-    name, k = stem, 1
-    while name in taken:
-        name, k = f"{stem}{k}", k + 1
-    taken.add(name)
-    return name
