@@ -911,3 +911,41 @@ def test_adversarial4_a_campaign_file_that_links_to_a_users_file_is_refused_not_
     with pytest.raises(StoreError, match="is a symbolic link to .*mine.json"):
         store.load_state() if name == "state.json" else store._load_jsonl(name, lambda r: True)
     assert mine.read_text() == '{"mine": true}\n'
+
+
+# ---- round four (issue 38): each fault it found, now handled
+
+ESCAPE = "\x1b[2J\x1b[HFAKE: all clean\r"
+
+
+def _injection_case(d: Path) -> Path:
+    """A case whose input and output names clear the screen and print a fake verdict; debug/faults gets it wrong."""
+    doc = {"format": "precfuzz-graph/1",
+           "inputs": [{"name": "x" + ESCAPE, "role": "input", "kind": "tensor", "shape": [4], "dtype": "float32",
+                       "init": {"dist": "normal", "seed": 1}},
+                      {"name": "fault", "role": "input", "kind": "tensor", "shape": [1], "dtype": "float32",
+                       "init": {"values": [5.0]}}],
+           "nodes": [{"id": "y" + ESCAPE, "op": "add", "inputs": ["x" + ESCAPE, "fault"], "attrs": {}}],
+           "outputs": ["y" + ESCAPE], "input_sets": [{}]}
+    (d / "inj.json").write_text(json.dumps(doc))
+    return d / "inj.json"
+
+
+def _no_control(text: str) -> None:
+    """No character but a line break that a terminal would act on."""
+    assert all(c == "\n" or c.isprintable() for c in text), [c for c in set(text) if not c.isprintable()]
+
+
+def test_regression_value_names_are_escaped_in_checks_verdict_and_minimizes_steps(workdir: Path, capsys) -> None:
+    """A case file's value names cleared the screen and printed "FAKE: all clean" through check and minimize."""
+    from fuzzer.terminal import safe
+
+    assert safe("a\x1b[2J\nb\r\u202e") == "a\\x1b[2J\nb\\r\\u202e"
+    _injection_case(workdir)
+    status, out, err = cli(["check", "inj.json", "--executors", "debug/faults"], capsys)
+    assert status == 1, out + err
+    _no_control(out + err)
+    assert "y\\x1b[2J\\x1b[HFAKE: all clean\\r (add" in out
+    status, out, err = cli(["minimize", "inj.json", "--executors", "debug/faults", "--max-checks", "4"], capsys)
+    _no_control(out + err)
+    assert "x\\x1b[2J" in out, out

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..executors import REGISTRY
 from ..outfiles import replace_file
+from ..terminal import one_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +52,7 @@ class StoreError(Exception):
 
 def warn(message: str) -> None:
     """Default warning sink: one line on stderr."""
-    print(f"precfuzz: warning: {message}", file=sys.stderr, flush=True)
+    print(f"precfuzz: warning: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 def atomic_write(path: Path, text: str) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 from ..check import Checker
 from ..ir import save_case
 from ..isolation import ExecutorPool
+from ..terminal import safe
 
 if TYPE_CHECKING:
     from ..audit.translate import Translation
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from ..audit.translate import AuditInputError
 
     t0 = time.monotonic()
-    log = (lambda line: print(f"[audit] {line}", file=sys.stderr, flush=True))
+    log = (lambda line: print(safe(f"[audit] {line}"), file=sys.stderr, flush=True))
     try:
         for option, value in (("--out", args.out), ("--save-case", args.save_case)):
             if value is not None and not value.strip():  # empty is not "the default" (or "none")
@@ -125,5 +126,5 @@ def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: 
     if args.json:
         print(json.dumps(verdict.to_json(), indent=1, default=str))
     else:
-        print(render(verdict))
+        print(safe(render(verdict)))
     return verdict.exit_status or EXIT_OK

@@ -25,6 +25,7 @@ from ..campaign.store import (
     StoreError,
 )
 from ..outfiles import MANIFEST, owned, replace_file
+from ..terminal import safe
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -171,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
                          force=args.force)
     except OSError as exc:  # something took the name while it ran
         return fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
-    print(md, file=sys.stderr)
+    print(safe(md), file=sys.stderr)
     if args.write_baseline:
         about = (f"Known bugs of `precfuzz smoke` (seed {cfg.seed}, --max-tests {args.max_tests}, executors "
                  f"{','.join(cfg.executors)}). smoke fails only on bug keys not listed here. triage: what we "

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ..outfiles import replace_file
+from ..terminal import safe
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except UsageError as exc:
         return fail(str(exc))
-    log = (lambda line: print(f"[zoo] {line}", file=sys.stderr, flush=True))
+    log = (lambda line: print(safe(f"[zoo] {line}"), file=sys.stderr, flush=True))
     previous = signal.signal(signal.SIGTERM, _interrupt)  # so the audit running in its own session is ended too
     try:
         entries = run_zoo([p.resolve() for p in paths], out.resolve() / "audit", args.timeout, args.executors,
