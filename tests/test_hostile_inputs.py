@@ -949,3 +949,25 @@ def test_regression_value_names_are_escaped_in_checks_verdict_and_minimizes_step
     status, out, err = cli(["minimize", "inj.json", "--executors", "debug/faults", "--max-checks", "4"], capsys)
     _no_control(out + err)
     assert "x\\x1b[2J" in out, out
+
+
+def test_regression_smoke_rerun_keeps_files_the_user_put_in_findings_and_logs(workdir: Path, capsys) -> None:
+    """Rerunning `smoke --out DIR` over an earlier smoke folder deleted DIR/findings/<id>/ and DIR/logs/ by name,
+    user files inside included; now it deletes only what its marker lists, and refuses a folder holding more."""
+    from fuzzer.campaign.smoke_dir import listed
+
+    argv = ["smoke", "--out", "s", "--executors", "debug/faults", "--max-tests", "2", "--workers", "1",
+            "--baseline", ""]
+    status, out, err = cli(argv, capsys)
+    assert status in (0, 1), err
+    assert "state.json" in listed(workdir / "s")
+    for rel in ("findings/abc123/mine.txt", "logs/notes.txt"):
+        (workdir / "s" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / "s" / rel).write_text("precious\n")
+    before = tree(workdir / "s")
+    assert_refused(*cli(argv, capsys)[::2], "which precfuzz smoke did not write")
+    assert tree(workdir / "s") == before
+    (workdir / "s" / "findings" / "abc123" / "mine.txt").unlink()
+    (workdir / "s" / "logs" / "notes.txt").unlink()
+    status, out, err = cli(argv, capsys)  # only its own files left: emptied and run again
+    assert status in (0, 1), err
