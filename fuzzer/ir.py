@@ -295,7 +295,22 @@ def case_from_json(obj: Any) -> Case:
                 check_spec(spec, shapes[name])
             except (ValueSpecError, ValueError) as exc:
                 raise IRError(f"input set {k}, input {name!r}: {exc}") from None
+    check_int_inputs(graph, sets)
     return Case(graph, tuple(sets), dict(meta), passes)
+
+
+def check_int_inputs(graph: Graph, sets: list[dict[str, Any]]) -> None:
+    """IRError when an int input's values (any input set) lie beyond its dtype's range (the size was checked)."""
+    for inp in graph.inputs:
+        if inp.dtype not in ("int32", "int64"):
+            continue
+        dtype = inp.dtype if inp.kind == "tensor" else "int64"
+        for k, s in enumerate(sets):
+            try:
+                make_values(s.get(inp.name, inp.init), inp.shape, dtype)
+            except (ValueSpecError, ValueError) as exc:
+                where = f"input set {k}, input {_show(inp.name)}" if inp.name in s else f"input {_show(inp.name)}"
+                raise IRError(f"{where}: {exc}") from None
 
 
 def parse_case(text: str, where: str = "case") -> Case:

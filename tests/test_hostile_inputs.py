@@ -971,3 +971,36 @@ def test_regression_smoke_rerun_keeps_files_the_user_put_in_findings_and_logs(wo
     (workdir / "s" / "logs" / "notes.txt").unlink()
     status, out, err = cli(argv, capsys)  # only its own files left: emptied and run again
     assert status in (0, 1), err
+
+
+def _int_case(d: Path, values: list[int], dtype: str = "int32", op: str = "add", literal_: int = 1) -> str:
+    doc = {"format": "precfuzz-graph/1",
+           "inputs": [{"name": "x", "role": "input", "kind": "tensor", "shape": [len(values)], "dtype": dtype,
+                       "init": {"values": values}}],
+           "nodes": [{"id": "y", "op": op, "inputs": ["x", literal_], "attrs": {}}],
+           "outputs": ["y"], "input_sets": [{}]}
+    (d / "int.json").write_text(json.dumps(doc))
+    return "int.json"
+
+
+def test_regression_int32_wraparound_follows_pytorch_and_is_no_bug(workdir: Path, capsys) -> None:
+    """int32 2**31-1 + 1 wraps in PyTorch (as documented): it was judged 8.4e6x out of bound, a false backend bug."""
+    from fuzzer.ops.ints import wrap_int
+
+    assert wrap_int([2**31], "int32").tolist() == [-2**31]
+    assert wrap_int([2.0**64 + 2.0**12], "int64").tolist() == [2**12]
+    path = _int_case(workdir, [2**31 - 1, 5, -2**31])
+    status, out, err = cli(["check", path, "--executors", "torch/eager"], capsys)
+    assert status == 0 and "no findings" in out, out + err
+    path = _int_case(workdir, [2**31 - 1, 70000], op="mul", literal_=65536)
+    status, out, err = cli(["check", path, "--executors", "torch/eager"], capsys)
+    assert status == 0 and "no findings" in out, out + err
+
+
+@pytest.mark.parametrize("dtype, value", [("int32", 2**32), ("int32", -2**31 - 1), ("int64", 2**64)])
+def test_regression_int_input_beyond_its_dtype_is_refused(dtype: str, value: int, workdir: Path, capsys) -> None:
+    """int inputs outside their dtype's range were accepted (and rounded or wrapped without a word)."""
+    path = _int_case(workdir, [value, 1], dtype)
+    before = tree(workdir)
+    assert_refused(*cli(["check", path, "--executors", "torch/eager"], capsys)[::2], f"beyond {dtype}'s range")
+    assert tree(workdir) == before
