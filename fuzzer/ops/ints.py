@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-INT_BITS = {"int32": 32, "int64": 64}
+INT_BITS = ("int32", "int64")  # the int dtypes that wrap (bool does not)
 
 
 def wrap_int(values, dtype):
     """`values` wrapped into `dtype`'s range as PyTorch's int arithmetic wraps (2**31-1 + 1 is -2**31 in int32), as
     int64; values of other dtypes, and non-finite floats (an undefined cast), unchanged."""
-    bits = INT_BITS.get(dtype)
+    bits = 32 if dtype == "int32" else 64 if dtype == "int64" else None  # (a script pastes this function alone)
     arr = np.asarray(values)
     if bits is None or arr.dtype == np.bool_:
         return values
