@@ -103,7 +103,24 @@ def _hint(made: Any) -> str:
     return ""
 
 
-STAGES = {"import": "importing it", "make": "calling {func}()", "export": "exporting the module with torch.export"}
+STAGES = {"import": "importing it", "make": "calling {func}()", "export": "exporting the module with torch.export",
+          "forward": "running the module under eager PyTorch on its example args"}
+
+
+def run_eager(module: Any, example: tuple[Any, ...], path: Path, func: str) -> None:
+    """AuditInputError when the model raises under eager PyTorch on its own example args (nothing to judge then:
+    an audit would call the backends' failures on a program PyTorch itself refuses "clean")."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            module(*example)
+    except SystemExit as exc:
+        raise AuditInputError(f"{path}:{func}: the model called sys.exit({_code(exc)}) under eager PyTorch on its "
+                              "own example args") from None
+    except Exception as exc:  # noqa: BLE001 - the user's model
+        raise AuditInputError(f"{path}:{func}: the model raises {type(exc).__name__} under eager PyTorch on its own "
+                              f"example args: {_first(exc)} (fix the model or its example args)") from None
 
 
 def capture_isolated(path: Path, func: str, name: str, timeout: float,
@@ -126,6 +143,8 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         tr.bf16, why = as_bfloat16(module, example, str(path), name)
         if why:
             tr.notes.append(why)
+        stage("forward")  # after the export: whatever forward changes in the module, the case holds what was exported
+        run_eager(module, example, path, func)
         return tr
 
     if not hasattr(os, "fork"):
@@ -242,7 +261,7 @@ def _collect(pid: int, fd: int, chunks: list[bytes], deadline: float) -> bool:
 
 def _stage(chunks: list[bytes], func: str) -> str:
     head = b"".join(chunks).partition(b"R")[0].decode(errors="replace")
-    key = {"i": "import", "m": "make", "e": "export"}.get(head[-1:], "import")
+    key = {"i": "import", "m": "make", "e": "export", "f": "forward"}.get(head[-1:], "import")
     return STAGES[key].format(func=func)
 
 
