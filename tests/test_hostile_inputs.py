@@ -781,8 +781,10 @@ ADVERSARIAL4_STATES: list[tuple[str, dict[str, Any], str]] = [
     ("schedule-block-huge", {"schedule_block": 10**12}, "'schedule_block' must be an integer in 1.."),
     ("counts-huge", {"counts": {"s": 10**30}}, "'counts' must map signatures to counts in 0.."),
     ("nested-deep", None, "nested too deeply"),
-    # fifth adversarial pass: an unknown executor in state.json resumed silently with the command line's
-    ("executors-unknown", {"executors": ["nope"]}, "field 'executors' names no known executor"),
+    # fifth adversarial pass: an unknown executor in state.json resumed silently with the command line's; issue 38:
+    # one that no longer exists is dropped, said and recorded, where --executors names the ones to keep
+    # (test_resume_damage.py), and refused with that advice where it does not; a name that is no string is damage
+    ("executors-not-names", {"executors": [3]}, "field 'executors' names no known executor"),
 ]
 
 
