@@ -1027,3 +1027,52 @@ def test_regression_audit_of_a_model_taking_a_float8_input_is_no_internal_error(
                                   "    return M(), (torch.tensor([[1.5, -2.0], [0.5, 3.0]]).to(torch.float8_e4m3fn),)\n")
     status, out, err = cli(["audit", "m.py", "--executors", "torch/eager", "--out", "a", "--no-minimize"], capsys)
     assert status == 0 and "verdict: clean" in out and "internal error" not in err, out + err
+
+
+# (id, op, input shapes, attrs, needle): a 258-byte case kept check --timeout 5 busy for hours in the float64
+# reference (max_pool3d); the cost cap now counts pool windows, adaptive-pool steps and attention scores
+COSTLY: list[tuple[str, str, list[list[int]], dict[str, Any], str]] = [
+    ("max-pool3d-kernel-127", "max_pool3d", [[1, 1, 256, 256, 256]], {"kernel_size": 127, "stride": 1},
+     "(its pooling windows) has 4500297451000 elements"),
+    ("avg-pool2d-wide-kernel", "avg_pool2d", [[1, 1, 4096, 4096]], {"kernel_size": 63, "stride": 1},
+     "(its pooling windows)"),
+    ("adaptive-avg-pool3d-400", "adaptive_avg_pool3d", [[1, 1, 8, 8, 8]], {"output_size": [400, 400, 400]},
+     "64000000 Python-level steps"),
+    ("attention-scores", "scaled_dot_product_attention", [[1, 1, 16384, 4]] * 3, {}, "(its attention scores)"),
+]
+
+
+@pytest.mark.parametrize("name, op, shapes, attrs_, needle", COSTLY, ids=[c[0] for c in COSTLY])
+def test_regression_reference_work_past_the_cap_is_refused_within_the_timeout(
+        name: str, op: str, shapes: list[list[int]], attrs_: dict[str, Any], needle: str, workdir: Path,
+        capsys) -> None:
+    """Refused in one line before anything is allocated, well within `check --timeout 5` (and so for export,
+    minimize and a campaign's seeds, which read cases the same way)."""
+    import time
+
+    names = ["x"] if len(shapes) == 1 else ["q", "k", "v"]
+    doc = {"format": "precfuzz-graph/1",
+           "inputs": [{"name": n, "role": "input", "kind": "tensor", "shape": s, "dtype": "float16",
+                       "init": {"dist": "normal", "seed": 1}} for n, s in zip(names, shapes)],
+           "nodes": [{"id": "y", "op": op, "inputs": names, "attrs": attrs_}], "outputs": ["y"], "input_sets": [{}]}
+    (workdir / "big.json").write_text(json.dumps(doc))
+    assert len((workdir / "big.json").read_bytes()) < 600
+    t0 = time.monotonic()
+    status, _, err = cli(["check", "big.json", "--executors", "torch/eager", "--timeout", "5"], capsys)
+    assert time.monotonic() - t0 < 5
+    assert_refused(status, err, needle)
+    assert_refused(*cli(["minimize", "big.json", "--executors", "torch/eager", "--max-seconds", "10"], capsys)[::2],
+                   needle)
+    assert_refused(*cli(["export", "big.json", "--executor", "torch/eager", "--out", "r.py"], capsys)[::2], needle)
+
+
+def test_regression_pool_and_attention_cases_of_ordinary_size_still_run(workdir: Path, capsys) -> None:
+    """The cap refuses only work past it: a small max_pool3d, adaptive pool and attention check as before."""
+    from fuzzer.ir import check_size, infer
+
+    for op in ("max_pool3d", "avg_pool2d", "adaptive_avg_pool3d", "scaled_dot_product_attention"):
+        graph = example(op).graph
+        check_size(graph, infer(graph))
+    save_case(example("adaptive_avg_pool2d"), workdir / "a.json")
+    status, out, err = cli(["check", "a.json", "--executors", "torch/eager"], capsys)
+    assert status == 0 and "no findings" in out, out + err
