@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from ..terminating import default_in_child
 from .translate import AuditInputError, Translation
 
 DEFAULT_FUNC = "make"
@@ -161,6 +162,7 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         try:
             os.close(read_fd)
             os.setpgid(0, 0)  # its own group: a timeout ends whatever the model started too
+            default_in_child()  # a SIGTERM ends it (the audit's handler is for the audit)
             _die_with_parent()
             os.dup2(2, 1)
             sys.stdout = sys.stderr

@@ -20,6 +20,7 @@ from ..check import Checker
 from ..ir import save_case
 from ..isolation import ExecutorPool
 from ..terminal import safe
+from ..terminating import raised_on_termination
 
 if TYPE_CHECKING:
     from ..audit.translate import Translation
@@ -81,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
             if args.save_case else None
     except (UsageError, AuditInputError) as exc:
         return fail(str(exc))
-    with ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
+    # SIGTERM and SIGHUP end the audit as Ctrl-C does: through the cleanup that ends the model's process tree
+    with raised_on_termination(), ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
         pool.prime()  # the backends load while the model is imported and exported
         try:
             tr = capture_isolated(path, func, model, args.timeout, log)
