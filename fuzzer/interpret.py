@@ -79,7 +79,7 @@ def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str
         elif is_cast(node.op) and not is_float(info.dtype):
             call = f"wrap_int(np.trunc({call}), {info.dtype!r})"
         elif info.kind != "scalar" and info.dtype in INT_BITS:  # PyTorch's int arithmetic wraps: so does the reference
-            call = f"wrap_int({call}, {info.dtype!r})"
+            call = f"rnd(wrap_int({call}, {info.dtype!r}), {info.dtype!r})"  # (rnd: undefined_cast_reach's hook)
         elif info.kind != "scalar":
             call = f"rnd({call}, {'float32' if node.id in widen and info.dtype in LOW_PRECISION else info.dtype!r})"
         lines.append(f"    {ident[node.id]} = {call}")
