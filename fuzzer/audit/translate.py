@@ -52,6 +52,14 @@ class Translation:
     sources: dict[str, Source] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     bf16: "Translation | None" = None  # the module after model.to(bfloat16), float inputs cast, exported as such
+    eager_error: str = ""  # what the module raised under eager PyTorch on its own example args ("" if it ran)
+
+    def unexplained_eager_error(self) -> str:
+        """The eager error when no dtype break of the captured graph explains it (a model hazard the audit reports
+        does: a bf16 conv fed float32); "" when eager ran or a break explains it."""
+        from ..ir import infer
+
+        return self.eager_error if self.eager_error and not infer(self.case.graph).chain_breaks() else ""
 
 
 # ---------------------------------------------------------------- capture

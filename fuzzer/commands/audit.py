@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
             tr = capture_isolated(path, func, model, args.timeout, log)
         except AuditInputError as exc:
             return fail(str(exc))
+        broken = tr.unexplained_eager_error()
+        if broken:  # nothing to judge: every backend's failure on it would read as "clean"
+            return fail(f"{path}:{func}: the model raises {broken} under eager PyTorch on its own example args, and "
+                        "no dtype break explains it (fix the model or its example args)")
         return _audit(args, pool, tr, path, func, out_dir, save, log, t0)
 
 
