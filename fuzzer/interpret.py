@@ -19,6 +19,7 @@ from .identifiers import literal, value_identifiers
 from .ir import Graph, infer, op_attrs
 from .ops import OPS, is_cast
 from .ops.base import VARIANCE_FORM
+from .ops.ints import INT_BITS, wrap_int
 from .ops.sources import helpers, source
 
 Values = dict[str, np.ndarray]
@@ -32,6 +33,8 @@ def reference_functions(graph: Graph) -> str:
     seen: dict[str, Any] = {}
     for node in graph.nodes:
         helpers(OPS[node.op].reference, seen)  # type: ignore[arg-type]
+    if any(v.dtype in INT_BITS for v in infer(graph).values.values()):
+        helpers(wrap_int, seen)  # type: ignore[arg-type]
     constants = [source(k, v) for k, v in seen.items() if not isinstance(v, FunctionType)]
     functions = [source(k, v) for k, v in seen.items() if isinstance(v, FunctionType)]
     return "\n".join(constants) + ("\n\n" if constants else "") + "\n\n".join(functions) + "\n"
@@ -74,7 +77,9 @@ def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str
         if is_cast(node.op) and info.dtype == "bool":
             call = f"np.not_equal({call}, 0)"
         elif is_cast(node.op) and not is_float(info.dtype):
-            call = f"np.trunc({call})"
+            call = f"wrap_int(np.trunc({call}), {info.dtype!r})"
+        elif info.kind != "scalar" and info.dtype in INT_BITS:  # PyTorch's int arithmetic wraps: so does the reference
+            call = f"rnd(wrap_int({call}, {info.dtype!r}), {info.dtype!r})"  # (rnd: undefined_cast_reach's hook)
         elif info.kind != "scalar":
             call = f"rnd({call}, {'float32' if node.id in widen and info.dtype in LOW_PRECISION else info.dtype!r})"
         lines.append(f"    {ident[node.id]} = {call}")
@@ -88,7 +93,8 @@ def _compiled(key: str, widen: frozenset[str] = frozenset()) -> Callable[..., Va
     from .ir import graph_from_json
 
     graph = graph_from_json(__import__("json").loads(key), trusted=True)
-    namespace: dict[str, Any] = {"np": np, "math": math, "sliding_window_view": sliding_window_view}
+    namespace: dict[str, Any] = {"np": np, "math": math, "sliding_window_view": sliding_window_view,
+                                 "wrap_int": wrap_int, "INT_BITS": INT_BITS}
     for node in graph.nodes:
         fn = OPS[node.op].reference
         seen: dict[str, FunctionType] = {}

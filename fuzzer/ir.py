@@ -271,19 +271,40 @@ def check_training(graph: Graph, typed: "TypedGraph") -> None:
 
 
 def check_size(graph: Graph, typed: "TypedGraph", input_sets: int = 1) -> None:
-    """IRError when the case would need more memory than fuzzer.limits allows (checked before allocating anything)."""
+    """IRError when the case would need more memory, or more float64 work of the reference, than fuzzer.limits
+    allows (checked before allocating anything)."""
     sizes = {f"value {name!r}": math.prod(info.shape) for name, info in typed.values.items()}
-    for node in graph.nodes:
-        if OPS[node.op].family in ("conv", "conv_transpose"):  # the reference copies every sliding window:
-            # N x C x out positions x kernel
-            x, w, out = (typed.values[node.inputs[0]], typed.values[node.inputs[1]],  # type: ignore[index]
-                         typed.values[node.id])
-            sizes[f"node {node.id!r} (its sliding windows)"] = (
-                x.shape[0] * x.shape[1] * math.prod(out.shape[2:]) * math.prod(w.shape[2:]))
     try:
+        for node in graph.nodes:
+            for what, count in reference_work(node, typed).items():
+                sizes[f"node {_show(node.id)} ({what})"] = count
+            if OPS[node.op].reference.__name__ == "adaptive_avg_pool":  # one Python step per output position
+                limits.check_loops(f"node {_show(node.id)}", math.prod(typed.values[node.id].shape[2:]))
         limits.check_working_memory(sum(sizes.values()), max(sizes.items(), key=lambda kv: kv[1]), input_sets)
     except limits.LimitError as exc:
         raise IRError(f"graph: {exc}") from None
+
+
+def reference_work(node: Node, typed: "TypedGraph") -> dict[str, int]:
+    """Elements the float64 reference forms for `node` beyond its output: the windows of a convolution or a pooling
+    (N x C x output positions x kernel), an adaptive pooling's boxes, an attention's scores (batch x L x S)."""
+    family, ref = OPS[node.op].family, OPS[node.op].reference.__name__
+    out = typed.values[node.id].shape
+    if family in ("conv", "conv_transpose"):  # the reference copies every sliding window
+        x, w = typed.values[node.inputs[0]], typed.values[node.inputs[1]]  # type: ignore[index]
+        return {"its sliding windows": x.shape[0] * x.shape[1] * math.prod(out[2:]) * math.prod(w.shape[2:])}
+    if ref in ("max_pool", "avg_pool"):  # every window element is read (a max or a sum over a strided view)
+        nd = len(out) - 2
+        kernel = node.attrs.get("kernel_size", 1)
+        kernel = [kernel] * nd if isinstance(kernel, int) else list(kernel)
+        return {"its pooling windows": math.prod(out) * math.prod(int(k) for k in kernel[:nd])}
+    if ref == "adaptive_avg_pool":  # each output position sums its box: at most ceil(n / o) + 1 per dim
+        x = typed.values[node.inputs[0]].shape  # type: ignore[index]
+        return {"its pooling boxes": math.prod(out) * math.prod(-(-n // max(o, 1)) + 1 for n, o in zip(x[2:], out[2:]))}
+    if ref == "sdpa":  # the scores: one per (batch..., query, key)
+        k = typed.values[node.inputs[1]].shape  # type: ignore[index]
+        return {"its attention scores": math.prod(out[:-1]) * (k[-2] if len(k) >= 2 else 1)}
+    return {}
 
 
 def case_from_json(obj: Any) -> Case:
@@ -318,7 +339,22 @@ def case_from_json(obj: Any) -> Case:
                 check_spec(spec, shapes[name])
             except (ValueSpecError, ValueError) as exc:
                 raise IRError(f"input set {k}, input {name!r}: {exc}") from None
+    check_int_inputs(graph, sets)
     return Case(graph, tuple(sets), dict(meta), passes)
+
+
+def check_int_inputs(graph: Graph, sets: list[dict[str, Any]]) -> None:
+    """IRError when an int input's values (any input set) lie beyond its dtype's range (the size was checked)."""
+    for inp in graph.inputs:
+        if inp.dtype not in ("int32", "int64"):
+            continue
+        dtype = inp.dtype if inp.kind == "tensor" else "int64"
+        for k, s in enumerate(sets):
+            try:
+                make_values(s.get(inp.name, inp.init), inp.shape, dtype)
+            except (ValueSpecError, ValueError) as exc:
+                where = f"input set {k}, input {_show(inp.name)}" if inp.name in s else f"input {_show(inp.name)}"
+                raise IRError(f"{where}: {exc}") from None
 
 
 def parse_case(text: str, where: str = "case") -> Case:

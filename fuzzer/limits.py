@@ -14,7 +14,10 @@ from typing import Any, Mapping
 
 ENV_MAX_CASE_BYTES = "PRECFUZZ_MAX_CASE_BYTES"
 DEFAULT_MAX_CASE_BYTES = 512 * 2**20  # float64 bytes of every value (and conv window) over all input sets
-MAX_VALUE_ELEMENTS = 2**26  # elements of any one value or conv window (one input set)
+MAX_VALUE_ELEMENTS = 2**26  # elements of any one value, or of the windows (conv, pool) or attention scores the
+# reference forms for one node (one input set): each is float64 work of the reference, with no clock in this process
+MAX_REFERENCE_LOOPS = 2**16  # Python-level iterations of one node's reference (adaptive pooling: one per output
+# position): at about 10 us each, under a second per evaluation
 MAX_FILE_BYTES = 64 * 2**20  # a case file
 MAX_JSON_DEPTH = 32  # nesting of a case file (inline values of rank 8 need 10)
 MAX_NAME_CHARS = 256  # value names
@@ -74,12 +77,20 @@ def working_bytes(elements: int, input_sets: int) -> int:
     return 8 * elements * max(1, input_sets)
 
 
+def check_loops(name: str, loops: int) -> None:
+    """Raise LimitError when one node's reference would loop more than MAX_REFERENCE_LOOPS times in Python."""
+    if loops > MAX_REFERENCE_LOOPS:
+        raise LimitError(f"{name} needs {loops} Python-level steps of the float64 reference, more than the "
+                         f"{MAX_REFERENCE_LOOPS} one node may take")
+
+
 def check_working_memory(elements: int, largest: tuple[str, int], input_sets: int,
                          environ: Mapping[str, str] | None = None) -> None:
     """Raise LimitError when one value or the whole case needs more than the caps allow."""
     name, size = largest
     if size > MAX_VALUE_ELEMENTS:
-        raise LimitError(f"{name} has {size} elements, more than the {MAX_VALUE_ELEMENTS} one value may have")
+        raise LimitError(f"{name} has {size} elements, more than the {MAX_VALUE_ELEMENTS} one value (or one node's "
+                         "windows or scores) may have")
     cap = max_case_bytes(environ)
     need = working_bytes(elements, input_sets)
     if need > cap:

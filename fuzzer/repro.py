@@ -392,7 +392,9 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                         f"print(f\"{'' if single else '@where: '}{name} returns shape {{shapes[0]}}, PyTorch eager on "
                         f"the CPU {{shapes[1]}}\")"],
                         "shapes[0] == shapes[1]"))
-        return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
+        wanted = (f"{exact.replace('doubles', doubles)}{one}.double()" if single else  # int and bool outputs too
+                  f"[e.double() for e in {exact.replace('doubles', doubles)}]")
+        return ([f"expected = {wanted}  # exact: float64 on the CPU (int arithmetic wraps as the backend's)",
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
                  f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() "
                  + ("and t.element_size() > 1 " if nonfinite_agree else "")  # fp8 stays fp8 (scaled_mm takes no other)
@@ -543,8 +545,9 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
         single = len(graph.outputs) == 1
         one = "[0]" if single else ""
         if exact:
-            lines.append(f"expected = exact(*[v.astype(np.float64) for v in inputs]){one}  # the graph in float64 "
-                         "numpy")
+            lines.append("expected = [np.asarray(e, dtype=np.float64) for e in exact(*[v if v.dtype.kind in 'iub' else "
+                         f"v.astype(np.float64) for v in inputs])]{one}  # the graph in float64 numpy (int arithmetic "
+                         "wraps as TVM's)")
         else:
             lines += ["try:  # the exact answer: the same module in float64, norms as elementary ops",
                       f"    expected = run({as_f64!r}, {fallback!r}){one}",

@@ -143,4 +143,19 @@ def make_values(spec: dict[str, Any], shape: tuple[int, ...], dtype: str) -> np.
         # keep values finite in the declared dtype: clip to its range before rounding
         top = FLOAT_FORMATS[dtype].max_value
         raw = np.clip(raw, -top, top)
+    else:
+        check_int_range(raw, dtype)
     return round_to(raw, dtype).reshape(shape)
+
+
+def check_int_range(raw: np.ndarray, dtype: str) -> None:
+    """ValueSpecError when values given for an int `dtype` do not fit it (PyTorch would refuse or wrap them)."""
+    if dtype not in ("int32", "int64") or raw.size == 0:
+        return
+    info = np.iinfo(np.dtype(dtype))
+    with np.errstate(invalid="ignore"):
+        whole = np.trunc(raw)
+        bad = ~np.isfinite(whole) | (whole < float(info.min)) | (whole >= -float(info.min))
+    if np.any(bad):
+        first = raw.reshape(-1)[int(np.argmax(bad.reshape(-1)))]
+        raise ValueSpecError(f"values beyond {dtype}'s range {info.min}..{info.max} (got {first:.17g})")

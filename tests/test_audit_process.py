@@ -98,3 +98,62 @@ def test_any_exception_from_the_models_code_is_bad_input(name: str, source: str,
     assert status == 2 and err[-1].startswith("precfuzz: error: ") and needle in err[-1], err
     assert "Traceback" not in "\n".join(err) and not (tmp_path / "results").exists()
     assert sorted(os.listdir(tmp_path)) == ["model.py"] or "__pycache__" in os.listdir(tmp_path)
+
+
+def _spawning_model(tmp_path: Path, how: str = "session", end: str = "hangs") -> tuple[Path, Path]:
+    """A model whose make() starts a process (in a session of its own) and then hangs; (model, file of its pids)."""
+    pids = tmp_path / "pids"
+    model = tmp_path / "model.py"
+    model.write_text(MODEL.format(how=how, pids=str(pids), end=ENDS[end]))
+    return model, pids
+
+
+def _wait_ended(pids: list[int], seconds: float = 10.0) -> list[int]:
+    """The pids still running after up to `seconds`."""
+    deadline = time.monotonic() + seconds
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return [p for p in pids if alive(p)]
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_regression_a_terminating_signal_to_audit_ends_the_models_process_tree(signame: str, tmp_path: Path) -> None:
+    """SIGTERM or SIGHUP to `precfuzz audit` left the model's processes running (Ctrl-C did not)."""
+    import signal
+    import subprocess
+    import sys
+
+    model, pids = _spawning_model(tmp_path)
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--executors", "torch/eager",
+                             "--out", str(tmp_path / "out")], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (pids.exists() and pids.read_text().strip()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        started = [int(p) for p in pids.read_text().split()]
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + getattr(signal, signame), err
+    assert not _wait_ended(started), f"still running after {signame}: {started}"
+
+
+def test_regression_zoo_ends_within_its_timeout_when_the_models_orphans_hold_its_pipes(tmp_path: Path,
+                                                                                       capsys) -> None:
+    """`precfuzz zoo --timeout 25` on a model whose process outlives its audit was still running at 200 s, waiting
+    on pipes that process held; now it ends within the timeout plus a few seconds, and so does that process."""
+    zoo = tmp_path / "zoo"
+    zoo.mkdir()
+    model, pids = _spawning_model(zoo)
+    t0 = time.monotonic()
+    status = main(["zoo", "--dir", str(zoo), "--timeout", "8", "--executors", "torch/eager", "--no-inventory",
+                   "--out", str(tmp_path / "out")])
+    assert time.monotonic() - t0 < 8 + 15
+    assert status == 1, capsys.readouterr().err
+    assert "did not finish within 8 s" in (tmp_path / "out" / "zoo.md").read_text()
+    started = [int(p) for p in pids.read_text().split()]
+    assert started and not _wait_ended(started), f"still running: {started}"

@@ -101,3 +101,34 @@ def test_a_tvm_script_runs_in_seconds_in_a_fresh_home(full: bool, tmp_path: Path
     assert not (home / ".cache" / "tvm-ffi").exists()  # nothing compiled
     assert not [line for line in done.stderr.splitlines() if line.endswith("| torch._C")]  # torch never loaded
     assert seconds < 30, seconds
+
+
+def _int_bool_fp8_case() -> dict:
+    """int32 wraparound, a bool comparison, a float -> int64 cast, a cast to and from fp8: every IR dtype an output."""
+    return {"format": "precfuzz-graph/1",
+            "inputs": [{"name": "x", "role": "input", "kind": "tensor", "shape": [4], "dtype": "float32",
+                        "init": {"values": [1.5, -2.0, 3.25, 0.5]}},
+                       {"name": "k", "role": "input", "kind": "tensor", "shape": [4], "dtype": "int32",
+                        "init": {"values": [1, 2, 3, 2147483647]}},
+                       {"name": "h", "role": "input", "kind": "tensor", "shape": [4], "dtype": "float8_e5m2",
+                        "init": {"values": [1.5, -2.0, 3.0, 0.5]}}],
+            "nodes": [{"id": "b", "op": "gt", "inputs": ["x", 0.0], "attrs": {}},
+                      {"id": "i", "op": "astype", "inputs": ["x"], "attrs": {"dtype": "int64"}},
+                      {"id": "j", "op": "add", "inputs": ["k", 1], "attrs": {}},
+                      {"id": "f", "op": "astype", "inputs": ["x"], "attrs": {"dtype": "float8_e4m3fn"}},
+                      {"id": "g", "op": "astype", "inputs": ["h"], "attrs": {"dtype": "float32"}}],
+            "outputs": ["b", "i", "j", "f", "g"], "input_sets": [{}]}
+
+
+@pytest.mark.parametrize("executor", ["torch/eager", "tvm/default"])
+def test_regression_full_oracle_script_of_int_bool_and_fp8_outputs_runs_clean(executor: str, tmp_path: Path) -> None:
+    """Every full-oracle script of a graph with an int or bool output died with KeyError: 'int32' and exited 1,
+    which the script defines as "reproduced"; int32 2**31-1 + 1 wraps in the script's reference as in PyTorch."""
+    import json
+
+    (tmp_path / "case.json").write_text(json.dumps(_int_bool_fp8_case()))
+    script = tmp_path / "full.py"
+    assert main(["export", str(tmp_path / "case.json"), "--executor", executor, "--out", str(script)]) == 0
+    done, _, _ = fresh_run(script)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert "OK: matches the fp64 reference" in done.stdout and "j: dtype int32" in done.stdout

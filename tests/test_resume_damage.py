@@ -394,3 +394,24 @@ def test_regression_fuzzing_goes_on_once_the_minimizer_is_done_with_the_end_of_t
     finally:
         camp.lanes.close()
         camp.store.unlock()
+
+
+def test_regression_a_resume_drops_an_executor_that_no_longer_exists_when_told_the_ones_to_keep(
+        tmp_path: Path) -> None:
+    """A state.json naming an executor that no longer exists was called damaged, "start over" the only advice, even
+    when --executors named the ones to keep; now that resume drops it (said, and recorded), and without
+    --executors the one line names the option."""
+    from fuzzer.campaign import CampaignError
+
+    out = tmp_path / "camp"
+    Campaign(config(out), Warnings()).run()
+    state = json.loads((out / "state.json").read_text())
+    (out / "state.json").write_text(json.dumps({**state, "executors": ["debug/faults", "tvm/gone"]}))
+    with pytest.raises(CampaignError, match="no longer has: 'tvm/gone'; name the executors to keep with --executors "
+                                            r"\(say --executors debug/faults\)"):
+        Campaign(config(out, max_tests=8), Warnings()).run()
+    warnings = Warnings()
+    summary = Campaign(config(out, max_tests=8, executors_named=True), warnings).run()
+    assert summary.tests > 0 and json.loads((out / "state.json").read_text())["executors"] == ["debug/faults"]
+    assert any("tvm/gone" in w and "dropped" in w for w in warnings.lines), warnings.lines
+    assert main(["report", str(out)]) in (0, 1)  # a report still reads the campaign

@@ -339,3 +339,18 @@ def test_regression_a_precision_hazards_script_leaves_out_what_the_float32_model
         standalone(text)
         proc = run_alone(path)
     assert proc.returncode == 1 and "relative RMS error nan" not in proc.stdout, proc.stdout + proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("executor", ["torch/eager", "tvm/default"])
+def test_regression_short_script_of_an_int_finding_runs_and_wraps_as_the_backend(executor: str, tmp_path: Path) -> None:
+    """Short scripts of int findings died in mean() (exit 2), and TVM's compared int32 2**31-1 + 1 with an exact
+    answer that did not wrap; with int, bool and int64 outputs each now runs and is clean."""
+    k = Input("k", (4,), "int32", role="input", init={"values": [1, 2, 3, 2147483647]})
+    x = Input("x", (4,), "float32", role="input", init={"values": [1.5, -2.0, 3.25, 0.5]})
+    nodes = (Node("j", "add", ("k", 1), {}), Node("b", "gt", ("x", 0.0), {}),
+             Node("i", "astype", ("x",), {"dtype": "int64"}))
+    for outputs in (("j",), ("j", "b", "i")):
+        path, text = script_for(Case(Graph((k, x), nodes, outputs)), finding("error-bound", executor, ["add"]),
+                                tmp_path)
+        proc = run_alone(path)
+        assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr

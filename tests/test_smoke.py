@@ -95,6 +95,7 @@ def _empty(tmp_path: Path) -> Path:
 
 def test_smoke_out_is_created_or_emptied_only_when_smoke_made_it(tmp_path: Path) -> None:
     from fuzzer.commands.common import UsageError
+    from fuzzer.campaign.smoke_dir import record
     from fuzzer.commands.smoke import MARKER, fresh_out
 
     new = tmp_path / "new"
@@ -103,6 +104,7 @@ def test_smoke_out_is_created_or_emptied_only_when_smoke_made_it(tmp_path: Path)
     (new / "state.json").write_text("{}")
     (new / "findings").mkdir()
     (new / "findings" / "x.json").write_text("{}")
+    record(new)  # what an earlier run lists in its marker when it ends (issue 38: only those are deleted)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.txt").write_text("precious")
@@ -126,11 +128,13 @@ def test_smoke_out_is_created_or_emptied_only_when_smoke_made_it(tmp_path: Path)
 
 def test_smoke_does_not_empty_a_directory_another_run_holds(tmp_path: Path) -> None:
     from fuzzer.campaign.store import CampaignStore, StoreError
+    from fuzzer.campaign.smoke_dir import record
     from fuzzer.commands.smoke import fresh_out
 
     out = tmp_path / "smoke"
     fresh_out(out)
     (out / "state.json").write_text("{}")
+    record(out)
     store = CampaignStore(out)
     store.lock()
     try:

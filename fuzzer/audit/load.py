@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from ..terminating import default_in_child
 from .translate import AuditInputError, Translation
 
 DEFAULT_FUNC = "make"
@@ -103,7 +104,22 @@ def _hint(made: Any) -> str:
     return ""
 
 
-STAGES = {"import": "importing it", "make": "calling {func}()", "export": "exporting the module with torch.export"}
+STAGES = {"import": "importing it", "make": "calling {func}()", "export": "exporting the module with torch.export",
+          "forward": "running the module under eager PyTorch on its example args"}
+
+
+def eager_error(module: Any, example: tuple[Any, ...]) -> str:
+    """What the model raises under eager PyTorch on its own example args, in a line ("" when it runs)."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            module(*example)
+    except SystemExit as exc:
+        return f"SystemExit (sys.exit({_code(exc)}))"
+    except Exception as exc:  # noqa: BLE001 - the user's model
+        return f"{type(exc).__name__}: {_first(exc)}"
+    return ""
 
 
 def capture_isolated(path: Path, func: str, name: str, timeout: float,
@@ -126,6 +142,8 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         tr.bf16, why = as_bfloat16(module, example, str(path), name)
         if why:
             tr.notes.append(why)
+        stage("forward")  # after the export: whatever forward changes in the module, the case holds what was exported
+        tr.eager_error = eager_error(module, example)
         return tr
 
     if not hasattr(os, "fork"):
@@ -142,6 +160,7 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         try:
             os.close(read_fd)
             os.setpgid(0, 0)  # its own group: a timeout ends whatever the model started too
+            default_in_child()  # a SIGTERM ends it (the audit's handler is for the audit)
             _die_with_parent()
             os.dup2(2, 1)
             sys.stdout = sys.stderr
@@ -242,7 +261,7 @@ def _collect(pid: int, fd: int, chunks: list[bytes], deadline: float) -> bool:
 
 def _stage(chunks: list[bytes], func: str) -> str:
     head = b"".join(chunks).partition(b"R")[0].decode(errors="replace")
-    key = {"i": "import", "m": "make", "e": "export"}.get(head[-1:], "import")
+    key = {"i": "import", "m": "make", "e": "export", "f": "forward"}.get(head[-1:], "import")
     return STAGES[key].format(func=func)
 
 

@@ -52,6 +52,14 @@ class Translation:
     sources: dict[str, Source] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     bf16: "Translation | None" = None  # the module after model.to(bfloat16), float inputs cast, exported as such
+    eager_error: str = ""  # what the module raised under eager PyTorch on its own example args ("" if it ran)
+
+    def unexplained_eager_error(self) -> str:
+        """The eager error when no dtype break of the captured graph explains it (a model hazard the audit reports
+        does: a bf16 conv fed float32); "" when eager ran or a break explains it."""
+        from ..ir import infer
+
+        return self.eager_error if self.eager_error and not infer(self.case.graph).chain_breaks() else ""
 
 
 # ---------------------------------------------------------------- capture
@@ -201,7 +209,8 @@ def _input(name: str, tensor: Any, role: str) -> Input | _Empty:
         raise AuditInputError(f"input {name!r} has dtype {dtype}; the IR takes {', '.join(DTYPES)}")
     if any(s == 0 for s in tensor.shape):
         return _Empty(name, tuple(int(s) for s in tensor.shape), dtype)
-    if torch.is_floating_point(tensor) and not bool(torch.isfinite(tensor).all()):
+    if torch.is_floating_point(tensor) and not bool(torch.isfinite(tensor.to(torch.float32)).all()):  # (fp8 has no
+        # isfinite kernel; float32 holds every fp8 value)
         raise AuditInputError(f"input {name!r} holds inf or nan")
     return Input(name, tuple(int(s) for s in tensor.shape), dtype, role, "tensor", {"values": _values(tensor)})
 

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .. import markdown as md
 from .inventory import FORMS, MAX_CALLS, Inventory
+from .load import _children, _end_orphans, _subreaper
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "corpus" / "zoo"
@@ -92,24 +94,36 @@ def title_of(path: Path) -> str:
 def run_child(cmd: list[str], timeout: float) -> tuple[int | None, str, str, float]:
     """Run `cmd` from the repository root in its own session; (exit status or None on timeout, stdout, stderr, s).
 
-    On timeout the whole session is killed (the audit's backend workers too).
+    On timeout, or when this process is interrupted or terminated, the whole session is killed (the audit's backend
+    workers too), and so is every process it left (this process reaps its descendants' orphans meanwhile: a model's
+    process in a session of its own). Its output goes to files, not pipes: nothing it left holding them is waited on.
     """
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        code: int | None = proc.returncode
-    except subprocess.TimeoutExpired:
-        _kill_session(proc)
-        out, err = proc.communicate()
-        code = None
-    except BaseException:  # interrupted (Ctrl-C, SIGTERM turned into KeyboardInterrupt): the child goes too
-        _kill_session(proc)
-        proc.wait()
-        raise
+    ours = _children()  # this process's children before the audit's: never touched
+    reaper = _subreaper(True)
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=out_file, stderr=err_file,
+                                start_new_session=True)
+        code: int | None = None
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:  # whatever the outcome: the session, and every process it left, ends here
+            _kill_session(proc)
+            proc.wait()
+            _end_orphans(ours | {proc.pid})
+            if reaper:
+                _subreaper(False)
+        out, err = (_read(f) for f in (out_file, err_file))
     return code, out, err, time.monotonic() - t0
+
+
+def _read(fh: Any) -> str:
+    """What a child wrote to a temporary file, as text."""
+    fh.seek(0)
+    return fh.read().decode(errors="replace")
 
 
 def _kill_session(proc: subprocess.Popen) -> None:

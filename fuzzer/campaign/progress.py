@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..terminal import one_line
+
 
 @dataclass
 class Snapshot:
@@ -59,7 +61,7 @@ class Progress:
             rate_c, rate_t = (snap.cases - self._last[1]) / dt, (snap.tests - self._last[2]) / dt
         self._last = (now, snap.cases, snap.tests)
         self._last_print = now
-        line = format_line(snap, rate_c, rate_t)
+        line = one_line(format_line(snap, rate_c, rate_t))
         if self.live:
             self.stream.write("\r\x1b[2K" + line)
         else:
@@ -68,7 +70,7 @@ class Progress:
 
     def warn(self, message: str) -> None:
         """One warning line (ends a live status line first)."""
-        self.stream.write(("\n" if self.live else "") + f"precfuzz: warning: {message}\n")
+        self.stream.write(("\n" if self.live else "") + f"precfuzz: warning: {one_line(message)}\n")
         self.stream.flush()
 
     def close(self) -> None:

@@ -185,7 +185,7 @@ def write_report(root: Path, force: bool = False) -> Path:
     findings = store.load_findings()
     bugs = store.load_bugs()
     runs = store.load_runs()
-    state = store.load_state() or {}
+    state = store.load_state(known_executors=False) or {}  # a report reads what an older precfuzz ran too
     table = ratio_table(runs)
     for name, proof, made in ((REPORT, False, True), (HEATMAP, True, not table.empty),
                               (TIMELINE, True, bool(_dated(bugs)))):  # each file it will write, before any is

@@ -55,6 +55,7 @@ from .store import (
     StoreError,
     atomic_write,
     dumps,
+    gone_executors,
 )
 from .work_queue import WorkQueue
 
@@ -89,6 +90,7 @@ class CampaignConfig:
     ray_neuron_cores: float = 1.0  # NeuronCores each Ray lane requests when a neuron/* executor is selected
     schedule: str | None = None  # 'adaptive' or 'uniform' (fuzzer.campaign.schedule); None: the stored one on
     schedule_default: str = "uniform"  # resume, else this one
+    executors_named: bool = False  # --executors was given: a resume may drop executors state.json names that are gone
     schedule_block: int | None = None  # case indices per planning block of the adaptive schedule (None: BLOCK,
     # or twice the lanes if more, so that lanes seldom wait for the blocks a plan comes from); a resume keeps it
     families: dict[str, float] | None = None  # family -> base weight `generate(seed, index, [family])` can be
@@ -188,7 +190,13 @@ class Campaign:
     # ------------------------------------------------------------ state
 
     def _load(self) -> None:
-        state = self.store.load_state()
+        state = self.store.load_state(known_executors=False)
+        gone = gone_executors(state) if state is not None else []
+        kept = [e for e in (state or {}).get("executors", []) if e not in gone]
+        if gone and not self.cfg.executors_named:
+            raise CampaignError(f"{self.store.root / 'state.json'} names executor(s) this precfuzz no longer has: "
+                                f"{', '.join(map(repr, gone[:3]))}; name the executors to keep with --executors "
+                                f"(say --executors {','.join(kept or self.cfg.executors)}) to resume without them")
         wanted = self.cfg.schedule
         if wanted is not None and wanted not in SCHEDULES:
             raise CampaignError(f"unknown schedule {wanted!r} (known: {', '.join(SCHEDULES)})")
@@ -204,6 +212,11 @@ class Campaign:
                 raise CampaignError(f"{self.store.root} holds a campaign with seed {state.get('seed')}, not "
                                     f"{self.cfg.seed}: resume with the same seed or use another --out")
             self.state = CampaignState.from_json(state)
+            if gone:  # the user named the executors to keep: the gone ones are dropped, and that said
+                self.state.executors = list(self.cfg.executors)
+                self.damaged(f"executor(s) {', '.join(gone[:3])}", self.store.root / "state.json",
+                             "named there but no longer in this precfuzz", "dropped: the campaign resumes with "
+                             f"--executors {','.join(self.cfg.executors)}")
             if self.state.schedule not in SCHEDULES:
                 raise CampaignError(f"{self.store.root}: state.json names an unknown schedule {self.state.schedule!r}")
             if self.state.families != families:  # another family mix would change every case from here on

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..executors import REGISTRY
 from ..outfiles import replace_file
+from ..terminal import one_line
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +52,7 @@ class StoreError(Exception):
 
 def warn(message: str) -> None:
     """Default warning sink: one line on stderr."""
-    print(f"precfuzz: warning: {message}", file=sys.stderr, flush=True)
+    print(f"precfuzz: warning: {one_line(message)}", file=sys.stderr, flush=True)
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -142,7 +143,7 @@ def valid_bug(rec: Any) -> bool:
             and _ID.fullmatch(rec["bug"]) is not None)
 
 
-def _state_problem(state: Any) -> str | None:
+def _state_problem(state: Any, known_executors: bool = True) -> str | None:
     if not isinstance(state, dict):
         return "it does not hold a JSON object"
     for key, kinds in STATE_FIELDS.items():
@@ -154,7 +155,7 @@ def _state_problem(state: Any) -> str | None:
         return "field 'counts' must map signatures to counts"
     if not all(isinstance(v, str) for v in state.get("seeds_done", [])):
         return "field 'seeds_done' must list file names"
-    unknown = [v for v in state.get("executors", []) if not isinstance(v, str) or v not in REGISTRY]
+    unknown = [v for v in state.get("executors", []) if not isinstance(v, str) or (known_executors and v not in REGISTRY)]
     if unknown:
         return f"field 'executors' names no known executor: {unknown[:3]!r}"[:160]
     for key in ("next_index", "cases", "tests", "invocations"):
@@ -173,6 +174,11 @@ def _state_problem(state: Any) -> str | None:
     if not math.isfinite(state.get("elapsed_s", 0.0)) or state.get("elapsed_s", 0.0) < 0:
         return "field 'elapsed_s' must be a finite number of seconds >= 0"
     return None
+
+
+def gone_executors(state: dict[str, Any]) -> list[str]:
+    """The executors a (checked) state names that this precfuzz no longer has (renamed or removed since)."""
+    return [e for e in state.get("executors", []) if e not in REGISTRY]
 
 
 class DirLock:
@@ -309,8 +315,9 @@ class CampaignStore:
         self._dir_lock.release()
 
     # ---- state
-    def load_state(self) -> dict[str, Any] | None:
-        """The saved campaign state, or None for a fresh directory; StoreError if it cannot be read."""
+    def load_state(self, known_executors: bool = True) -> dict[str, Any] | None:
+        """The saved campaign state, or None for a fresh directory; StoreError if it cannot be read (or, with
+        `known_executors`, if it names an executor this precfuzz does not have: gone_executors() lists them)."""
         path = self.root / STATE
         if not path.exists() and not path.is_symlink():
             return None
@@ -326,7 +333,7 @@ class CampaignStore:
         except (OSError, ValueError) as exc:
             raise StoreError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}); move it away to "
                              "start the campaign over (findings.jsonl is kept)") from None
-        problem = _state_problem(state)
+        problem = _state_problem(state, known_executors)
         if problem:
             raise StoreError(f"{path} is damaged ({problem}); move it away to start the campaign over "
                              "(findings.jsonl is kept)")

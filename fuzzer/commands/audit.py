@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Callable
 from ..check import Checker
 from ..ir import save_case
 from ..isolation import ExecutorPool
+from ..terminal import safe
+from ..terminating import raised_on_termination
 
 if TYPE_CHECKING:
     from ..audit.translate import Translation
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from ..audit.translate import AuditInputError
 
     t0 = time.monotonic()
-    log = (lambda line: print(f"[audit] {line}", file=sys.stderr, flush=True))
+    log = (lambda line: print(safe(f"[audit] {line}"), file=sys.stderr, flush=True))
     try:
         for option, value in (("--out", args.out), ("--save-case", args.save_case)):
             if value is not None and not value.strip():  # empty is not "the default" (or "none")
@@ -80,12 +82,17 @@ def run(args: argparse.Namespace) -> int:
             if args.save_case else None
     except (UsageError, AuditInputError) as exc:
         return fail(str(exc))
-    with ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
+    # SIGTERM and SIGHUP end the audit as Ctrl-C does: through the cleanup that ends the model's process tree
+    with raised_on_termination(), ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
         pool.prime()  # the backends load while the model is imported and exported
         try:
             tr = capture_isolated(path, func, model, args.timeout, log)
         except AuditInputError as exc:
             return fail(str(exc))
+        broken = tr.unexplained_eager_error()
+        if broken:  # nothing to judge: every backend's failure on it would read as "clean"
+            return fail(f"{path}:{func}: the model raises {broken} under eager PyTorch on its own example args, and "
+                        "no dtype break explains it (fix the model or its example args)")
         return _audit(args, pool, tr, path, func, out_dir, save, log, t0)
 
 
@@ -125,5 +132,5 @@ def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: 
     if args.json:
         print(json.dumps(verdict.to_json(), indent=1, default=str))
     else:
-        print(render(verdict))
+        print(safe(render(verdict)))
     return verdict.exit_status or EXIT_OK

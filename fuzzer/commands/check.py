@@ -13,7 +13,9 @@ from .common import (
     EXIT_OK,
     UsageError,
     fail,
+    one_line,
     read_case,
+    safe,
     select_executors,
     timeout_seconds,
 )
@@ -43,8 +45,9 @@ def table(result: CheckResult) -> str:
     rows = []
     for name in result.outcomes:
         r = result.row(name)
-        rows.append([name, r["status"], r["dtype"], _num(r["max_abs"], ".4g"), _num(r["max_ulp"], ".1f"),
-                     _num(r["ratio"], ".3g")] + [result.backward.get(name, "-")] * backward + [r["verdict"]])
+        rows.append([one_line(x) for x in (name, r["status"], r["dtype"], _num(r["max_abs"], ".4g"),
+                                           _num(r["max_ulp"], ".1f"), _num(r["ratio"], ".3g"))]
+                    + [result.backward.get(name, "-")] * backward + [one_line(r["verdict"])])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     lines = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in [head, *rows]]
     for name in result.outcomes:
@@ -61,7 +64,7 @@ def table(result: CheckResult) -> str:
         lines.append("")
         lines.append("no findings")
     lines += [f"note: {n}" for n in result.notes]
-    return "\n".join(lines)
+    return safe("\n".join(lines))  # value names and messages come from the case: nothing reaches the terminal raw
 
 
 def to_json(result: CheckResult) -> dict:

@@ -12,6 +12,7 @@ from typing import Callable
 from ..executors import HIDDEN, ORACLE_EXECUTORS, REGISTRY, availability
 from ..ir import Case, IRError, load_case
 from ..outfiles import FORCE_HINT, not_regular, owned
+from ..terminal import one_line, safe  # noqa: F401 - re-exported: every command prints case text through these
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 MAX_SEED = 2**63 - 1
@@ -23,11 +24,6 @@ MAX_GENERATE = 1_000_000  # cases per `generate` call (each held in memory and w
 
 class UsageError(Exception):
     """Bad command-line input (exit status 2)."""
-
-
-def one_line(message: str) -> str:
-    """`message` with every character that could break the line (or the terminal) escaped."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(message))
 
 
 def fail(message: str) -> int:

@@ -18,6 +18,7 @@ from ..executors import create
 from ..export import render_script
 from ..ir import case_options
 from ..isolation import ExecutorPool
+from ..terminal import safe
 from .common import (
     EXIT_OK,
     UsageError,
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if script is None:
             return fail("; ".join(texts.errors) or f"{name} has no script exporter")
         write_file(out, script, "python", executable=True, force=args.force)
-        print(f"wrote {out}: {texts.title}")
+        print(safe(f"wrote {out}: {texts.title}"))
         if report is not None and texts.report is not None:
             write_file(report, texts.report, "markdown", force=args.force)
             print(f"wrote {report}")

@@ -29,6 +29,7 @@ from .common import (
     positive_int,
     positive_seconds,
     read_case,
+    safe,
     select_executors,
     timeout_seconds,
     writable_dir,
@@ -111,23 +112,23 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     status = EXIT_OK
     command = "precfuzz minimize " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz minimize"
-    progress = None if args.quiet or args.json else (lambda line: print(line, flush=True))
+    progress = None if args.quiet or args.json else (lambda line: print(safe(line), flush=True))
     with ExecutorPool(names, timeout=args.timeout) as pool:
         pool.prime()  # the first check runs them all: their workers load side by side
         checker = Checker(pool)
         for path, case in cases:
-            print(f"{path}: minimizing ({len(case.graph.nodes)} nodes)", flush=True,
+            print(f"{one_line(path)}: minimizing ({len(case.graph.nodes)} nodes)", flush=True,
                   file=sys.stderr if args.json else sys.stdout)  # --json: stdout is JSON only
             try:
                 result = minimize(case, args.signature, checker, budget_s=args.max_seconds,
                                   max_checks=args.max_checks, progress=progress)
             except MinimizeError as exc:
-                print(f"{path}: not minimized: {one_line(str(exc))}", file=sys.stderr)
+                print(f"{one_line(path)}: not minimized: {one_line(str(exc))}", file=sys.stderr)
                 status = max(status, EXIT_FINDING)
                 continue
             if result.finding is None and result.checks <= 1:  # the original did not show it: nothing to write
-                print(f"{path}: not minimized: {one_line(result.note or 'the original case does not show the signature')}"
-                      f" ({result.target.signature})", file=sys.stderr)
+                print(f"{one_line(path)}: not minimized: {one_line(result.note or 'the original case does not show the signature')}"
+                      f" ({one_line(result.target.signature)})", file=sys.stderr)
                 status = max(status, EXIT_FINDING)
                 continue
             if not result.confirmed:
@@ -147,6 +148,6 @@ def run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps(summary, indent=1))
             else:
-                print("\n".join(result.lines()))
-                print(f"  wrote {out}" + (f" and {summary['repro']}" if summary.get("repro") else ""), flush=True)
+                print(safe("\n".join(result.lines())))
+                print(safe(f"  wrote {out}" + (f" and {summary['repro']}" if summary.get("repro") else "")), flush=True)
     return status

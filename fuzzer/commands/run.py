@@ -145,7 +145,8 @@ def config_from_args(args: argparse.Namespace, out: Path, seed: int, time_s: flo
                           minimize=not args.no_minimize, minimize_budget_s=args.minimize_budget,
                           timeout_s=args.timeout, command=command_line(sys.argv[1:]),
                           ray=ray.strip() if ray is not None else None,
-                          ray_neuron_cores=getattr(args, "ray_neuron_cores", 1.0))
+                          ray_neuron_cores=getattr(args, "ray_neuron_cores", 1.0),
+                          executors_named=args.executors is not None)
 
 
 def check_seeds(seeds_dir: Path | None) -> None:

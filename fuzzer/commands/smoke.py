@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from pathlib import Path
 
 from ..campaign import Campaign, CampaignError
 from ..campaign.minimizer_lane import INTERNAL_ERRORS
+from ..campaign.smoke_dir import MARKER, empty, marked, record, strangers
 from ..campaign.smoke import compare, junit, load_baseline, markdown, updated_baseline
 from ..campaign.store import (
     ARM_RESULTS,
     BUGS,
-    DAMAGED_FILES,
     FINDINGS,
     LANE_EVENTS,
     LOCK,
@@ -24,7 +23,8 @@ from ..campaign.store import (
     DirLock,
     StoreError,
 )
-from ..outfiles import MANIFEST, owned, replace_file
+from ..outfiles import replace_file
+from ..terminal import safe
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -32,6 +32,7 @@ from .common import (
     add_force,
     distinct_outputs,
     fail,
+    one_line,
     positive_int,
     positive_seconds,
     same_file,
@@ -47,7 +48,6 @@ from .run import (
 )
 
 DEFAULT_BASELINE = Path(__file__).resolve().parents[2] / "corpus" / "known-findings.json"
-MARKER = ".precfuzz-smoke"  # written into the directories smoke creates: only those are ever emptied again
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,47 +68,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_campaign_arguments(parser, minimize=False)
 
 
-CAMPAIGN_NAMES = {STATE, FINDINGS, BUGS, RUNS, LOCK, SCHEDULE, ARM_RESULTS, INTERNAL_ERRORS, LANE_EVENTS, DAMAGED_FILES,
-                  "findings", "bugs", "logs", MARKER, MANIFEST}  # what a smoke run's campaign keeps in --out
-
-
-def _ours(entry: Path) -> bool:
-    """True for an entry of a smoke-made --out that smoke may delete: the campaign's own files and folders (and
-    their quarantined lines), or a file precfuzz proves it wrote (outfiles.owned: smoke.md, a --junit file)."""
-    if entry.name in CAMPAIGN_NAMES or entry.name.removesuffix(".damaged") in CAMPAIGN_NAMES:
-        return True
-    return entry.is_file() and not entry.is_symlink() and entry.stat().st_size > 0 and owned(entry, manifest=True)
-
-
 def fresh_out(out: Path) -> None:
     """Make `out` an empty directory marked as smoke's: create it, or empty one smoke made; else UsageError.
 
     Nothing else is ever deleted: a directory without smoke's marker (a file with precfuzz's generated header)
-    that holds anything is refused, and so is a marked one holding a file smoke did not write.
+    that holds anything is refused, and so is a marked one holding, at any depth, a file its marker does not list
+    with its current sha256 (and precfuzz cannot otherwise prove it wrote).
     """
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a directory")
-    marker = out / MARKER
     if out.is_dir() and any(out.iterdir()):
-        if not (marker.is_file() and not marker.is_symlink() and marker.stat().st_size and owned(marker)):
+        if not marked(out):
             raise UsageError(f"--out {out} is not empty and was not made by precfuzz smoke (no {MARKER} file it "
                              "wrote); give a new or empty directory, or delete this one yourself")
-        strangers = sorted(e.name for e in out.iterdir() if not _ours(e))
-        if strangers:
-            raise UsageError(f"--out {out} holds {', '.join(map(repr, strangers[:3]))}"
-                             f"{' and more' if len(strangers) > 3 else ''}, which precfuzz smoke did not write; move "
-                             "them away (smoke empties --out before it runs)")
+        others = strangers(out)
+        if others:
+            raise UsageError(f"--out {out} holds {', '.join(repr(one_line(o)) for o in others[:3])}"
+                             f"{f' and {len(others) - 3} more' if len(others) > 3 else ''}, which precfuzz smoke did "
+                             "not write (or changed since); move them away or delete the folder yourself (smoke "
+                             "deletes only the files its last run listed)")
     out.mkdir(parents=True, exist_ok=True)
     with DirLock(out):  # not while another run uses it
-        for entry in out.iterdir():
-            if entry.name in (MARKER, ".lock"):
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
-        replace_file(marker, "made by precfuzz smoke; the next smoke run with this --out empties it\n", sync=False,
-                     style="python", force=True)  # checked above: absent, or smoke's own
+        if strangers(out):  # something arrived since the check: keep it, and say so
+            raise UsageError(f"--out {out} changed while smoke prepared it; run it again")
+        empty(out)
+        record(out)
 
 
 def _not_a_campaign_file(option: str, path: str, out: Path) -> None:
@@ -156,7 +140,10 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(f"cannot prepare --out {out}: {exc.strerror or exc}")
     stop_on_signals(campaign)
-    summary = campaign.run()
+    try:
+        summary = campaign.run()
+    finally:
+        record(out)  # what this run wrote: the next run deletes only these
     verdict = compare(campaign.store.load_bugs(), baseline)
     info = {"cases": summary.cases, "tests": summary.tests, "elapsed_s": summary.elapsed_s, "seed": cfg.seed,
             "stopped_by": summary.stopped_by}
@@ -171,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
                          force=args.force)
     except OSError as exc:  # something took the name while it ran
         return fail(f"cannot write {exc.filename}: {exc.strerror or exc}")
-    print(md, file=sys.stderr)
+    record(out)  # the summary (and a --junit file) written into --out are the run's too
+    print(safe(md), file=sys.stderr)
     if args.write_baseline:
         about = (f"Known bugs of `precfuzz smoke` (seed {cfg.seed}, --max-tests {args.max_tests}, executors "
                  f"{','.join(cfg.executors)}). smoke fails only on bug keys not listed here. triage: what we "

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 
 from ..outfiles import replace_file
+from ..terminal import safe
+from ..terminating import raised_on_termination
 from .common import (
     EXIT_FINDING,
     EXIT_OK,
@@ -43,10 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executors", help="comma-separated executor names for the audits (default: all available)")
     parser.add_argument("--no-inventory", action="store_true", help="skip the op inventory (audits only)")
     add_force(parser, "an existing zoo.md, zoo.json, ops.md or --junit file")
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,13 +74,10 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except UsageError as exc:
         return fail(str(exc))
-    log = (lambda line: print(f"[zoo] {line}", file=sys.stderr, flush=True))
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # so the audit running in its own session is ended too
-    try:
+    log = (lambda line: print(safe(f"[zoo] {line}"), file=sys.stderr, flush=True))
+    with raised_on_termination():  # SIGTERM, SIGHUP: the audit running in its own session is ended too
         entries = run_zoo([p.resolve() for p in paths], out.resolve() / "audit", args.timeout, args.executors,
                           inventory=not args.no_inventory, log=log)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     out.mkdir(parents=True, exist_ok=True)
     write = (lambda path, text, style: replace_file(path, text, sync=False, style=style, force=args.force))
     write(out / "zoo.json", json.dumps(to_json(entries), indent=1, default=str) + "\n", "json")
