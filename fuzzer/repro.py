@@ -2,12 +2,13 @@
 
 What an upstream report carries (the seeds in shared/seeds are examples): 10-40 lines of backend code, a
 comparison with the exact float64 answer (the same PyTorch program in float64 on the CPU, its casts keeping
-float64; for TVM the graph in float64 numpy, or the module built in float64) next to a control, and exit status 1 while the bug is there, 0 once
-fixed. The script imports numpy and the backend only, holds one line per node of each program it runs, and no
-helper that is not called: a 1-node case is about 25-40 lines, a 5-node one stays under 60. Every uncontrolled
-text (names, messages, paths) enters it through repr(), value_identifiers(), or as a comment (from the third
-line on) with its special characters escaped. The full-oracle script (fuzzer.export: pasted reference, four
-ideal implementations and the bound) stays beside it as repro_full.py.
+float64; for TVM the graph in float64 numpy, or precfuzz's reference interpreter pasted, never TVM's own run)
+next to a control, and exit status 1 while the bug is there, 0 once fixed. The script imports numpy and the
+backend only, holds one line per node of each program it runs, and no helper that is not called: a 1-node case
+is about 25-40 lines, a 5-node one stays under 60. Every uncontrolled text (names, messages, paths) enters it
+through repr(), value_identifiers(), or as a comment (from the third line on) with its special characters
+escaped. The full-oracle script (fuzzer.export: pasted reference, four ideal implementations and the bound)
+stays beside it as repro_full.py.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ from .executors.tvm_exec import NO_TORCH, TVMExecutor, render_passes
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
 from .identifiers import literal, value_identifiers
-from .interpret import evaluate, ideal_values
+from .interpret import evaluate, ideal_values, reference_functions, render_reference
 from .ir import Case, Graph, infer, input_values, op_attrs, redeclare
-from .ops import OPS, has_training_mode, is_cast
+from .ops import OPS, is_cast
 from .ops.base import NumpyCall
 from .values import expression
 
@@ -112,6 +113,29 @@ def render_numpy(graph: Graph, name: str = "exact") -> str | None:
         lines.append(f"    {names[node.id]} = {spec.numpy(call)}")
     lines.append(f"    return [{', '.join(names[o] for o in graph.outputs)}]")
     return "\n".join(lines) + "\n"
+
+
+def render_interpreted(graph: Graph, name: str = "exact") -> str:
+    """`def exact(<inputs>):` the graph in float64 by precfuzz's own reference interpreter (fuzzer.interpret), pasted,
+    for a graph with an op that has no one-line numpy form (conv, pooling, attention): the expected value of a short
+    script never comes from the backend under test (triage12 b8948f55ce: TVM's own float64 module gave the same NaN)."""
+    ident = value_identifiers(graph)
+    text = reference_functions(graph) + "\n" + render_reference(graph, "reference")
+    head = (["from typing import Any"] * bool(re.search(r"\bAny\b", text))
+            + ["from numpy.lib.stride_tricks import sliding_window_view"] * ("sliding_window_view" in text)
+            + ["from contextvars import ContextVar",
+               "VARIANCE_FORM = ContextVar('variance_form', default='two-pass')"] * ("VARIANCE_FORM" in text))
+    body = text.replace("rnd = round_to if rounded else (lambda v, dtype: v)", "rnd = lambda v, dtype: v  # exact: no rounding")
+    rounds = "round_to(" in body  # Python numbers PyTorch converts to the compute dtype first (comparisons)
+    head += ["def round_to(values, dtype):  # one rounding to `dtype`, as PyTorch converts a Python number",
+             "    return np.asarray(values, dtype=np.float64).astype(getattr(ml_dtypes, dtype, dtype)).astype(np.float64)"
+             ] * rounds
+    call = ", ".join(f"{i.name!r}: {ident[i.name]}" for i in graph.inputs)
+    wrapper = [f"def {name}({', '.join(ident[i.name] for i in graph.inputs)}):  # the graph in float64: precfuzz's "
+               "reference interpreter",
+               f"    values = reference({{{call}}}, False, {'round_to' if rounds else 'None'})",
+               f"    return [{', '.join(f'values[{o!r}]' for o in graph.outputs)}]"]
+    return "\n".join(head + [body.rstrip()] + wrapper) + "\n"
 
 
 def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind: str) -> tuple[str, int | None]:
@@ -481,18 +505,17 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     typed = infer(graph)
     oracle = finding.oracle
     accuracy = oracle in ACCURACY
-    training = any(has_training_mode(n.op) and n.attrs.get("training") for n in graph.nodes)
-    exact = render_numpy(graph) if accuracy else None
+    numpy_form = render_numpy(graph) if accuracy else None
+    exact = (numpy_form or render_interpreted(graph)) if accuracy else None
     module = render_module(program, "T" if accuracy else None)  # dtypes looked up in T where controls rebuild it
     module = "\n".join(line for line in module.splitlines() if not line.lstrip().startswith('"""'))
     params = {i.name: infer(program).values[i.name].dtype for i in program.inputs}  # main's parameters
     declared = sorted(set(re.findall(r"\bT\['(\w+)'\]", module)) | set(params.values()))
     bf16 = any(d in ("bfloat16", *FP8) for d in declared) or any(typed.values[i.name].dtype in ("bfloat16", *FP8)
                                                                 for i in graph.inputs)  # ml_dtypes' formats
+    bf16 = bf16 or "ml_dtypes" in (exact or "")
     as_f32 = {d: "float32" if d in ("float16", "bfloat16") else d for d in declared}
-    as_f64 = {d: "float64" if is_float(d) else d for d in declared}
     passes = render_passes(ex.passes)
-    fallback = ["DecomposeOpsForTraining" if training else "DecomposeOpsForInference"] if accuracy and not exact else []
     lines = [NO_TORCH] + (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm",
                                                                      "from tvm import relax as R"]
     if ex.passes:
@@ -516,8 +539,8 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
 
     lines += _input_lines(case, set_index, make, listed=True)[0]
     kwargs = any(not isinstance(p, str) for p in ex.passes)
-    takes = bool(ex.passes or fallback)
-    params = ", ".join(["T"] * accuracy + ["passes=()"] * takes)  # () where only the exact answer's run takes passes
+    takes = bool(ex.passes)
+    params = ", ".join(["T"] * accuracy + ["passes=()"] * takes)
     lines += [f"def run({params}):  # build{' in dtypes T' if accuracy else ''}, "
               f"{'apply the passes, ' if takes else ''}compile for the CPU, run on the inputs",
               f"    mod = build_module({'T' if accuracy else ''})"]
@@ -534,14 +557,12 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     if accuracy:
         single = len(graph.outputs) == 1
         one = "[0]" if single else ""
-        if exact:
+        if numpy_form:
             lines.append(f"expected = exact(*[v.astype(np.float64) for v in inputs]){one}  # the graph in float64 "
                          "numpy")
-        else:
-            lines += ["try:  # the exact answer: the same module in float64, norms as elementary ops",
-                      f"    expected = run({as_f64!r}, {fallback!r}){one}",
-                      "except Exception:  # an op without a float64 kernel: float32 then",
-                      f"    expected = run(FP32, {fallback!r}){one}"]
+        else:  # masks stay bool, as the interpreter takes them
+            lines.append(f"expected = exact(*[v if v.dtype == bool else v.astype(np.float64) for v in inputs]){one}"
+                         "  # the graph in float64, never TVM's own run")
         runs = ["actual", "control"] + ["off"] * bool(mine)
         calls = ([f"got{one}", f"tried(got, FP32{', PASSES' if mine else ''}){one}"]
                  + [f"tried(got, DECLARED, []){one}"] * bool(mine))
@@ -551,21 +572,15 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                   f"got = run({on})",
                   f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
                   + ("; off: without PASSES" if mine else "")]
-        # NaN and inf are answers where PyTorch's fp8 casts give them, and where the exact answer is TVM's own
-        # float64 run (triage12 b8948f55ce: a fully masked attention row is NaN there too): equal where both have them
-        agree = _has_fp8(graph) or not exact
-        lines += _compare(single, ["expected"] + runs, ([
-            "same = ((@actual.astype(np.float64) == @expected) | (np.isnan(@actual.astype(np.float64)) & "
-            "np.isnan(@expected))).ravel()  # NaN and inf agree",
-            "diff = np.where(same, 0.0, np.abs(@actual.astype(np.float64) - @expected).ravel())",
+        # NaN and inf are answers where the exact answer has them (PyTorch's fp8 casts, log of a negative): equal
+        # where both have them. The exact answer is never TVM's own run, so a NaN it shares is no agreement by fiat.
+        lines += _compare(single, ["expected"] + runs, [
+            "diff = np.where((@actual.astype(np.float64) == @expected) | (np.isnan(@actual.astype(np.float64)) & "
+            "np.isnan(@expected)), 0.0, np.abs(@actual.astype(np.float64) - @expected)).ravel()  # NaN and inf agree",
             "scale = np.maximum(np.nan_to_num(np.abs(@expected).ravel(), nan=0.0, posinf=0.0), "
             "np.sqrt(np.mean(np.square(@expected[np.isfinite(@expected)]))) if np.isfinite(@expected).any() else 0.0)",
-            "ulps = np.where(same, 0.0, np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) "
-            "- @bound[2]), nan=np.inf))  # in ULPs"] if agree else [
-            "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
-            "scale = np.maximum(np.abs(@expected).ravel(), np.sqrt(np.mean(np.square(@expected))))",
             "ulps = np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) - @bound[2]), "
-            "nan=np.inf)  # in ULPs"]) + [
+            "nan=np.inf)  # in ULPs",
             "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
             "k = int(ulps.argmax())",
             "print(f\"@where[{k}]: expected {float(@expected.ravel()[k]):.6g}, got {float(@actual.ravel()[k]):.6g}; max error "

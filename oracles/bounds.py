@@ -78,10 +78,7 @@ def bound_ratio(actual, expected, ideals, dtype, multiplier=3.0, slack_ulps=2.0,
     return (float("inf") if mismatch else ratio), float(err[worst]), worst, mismatch
 
 
-HALF_ULP = 0.5  # a single rounding (a cast) is correct to half an ULP of its target format: nothing else is allowed
-
-
-def rounding_ratio(actual, rounded, dtype):
+def rounding_ratio(actual, rounded, dtype, allowed_ulps=0.5):
     """(ratio, max error in ULPs, index of the worst element, non-finite mismatches) of `actual` against a single
     rounding: `rounded` is the correctly rounded exact answer, and half an ULP of `dtype` is allowed.
 
@@ -102,7 +99,7 @@ def rounding_ratio(actual, rounded, dtype):
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.where(compared, np.abs(a - e) / unit, 0.0)
     worst = int(np.argmax(err))
-    return (float("inf") if mismatch else float(err[worst]) / HALF_ULP), float(err[worst]), worst, mismatch
+    return (float("inf") if mismatch else float(err[worst]) / allowed_ulps), float(err[worst]), worst, mismatch
 
 
 def slack_ulps(dtype: str, budget: float = 0.0) -> float:

@@ -34,12 +34,8 @@ class OutputJudgement:
     stats: ErrorStats
 
 
-def single_rounding(graph: Graph, name: str, values: dict[str, np.ndarray]) -> np.ndarray | None:
-    """The correctly rounded value of `name` where it is a chain of single roundings (casts) of an input, else None.
-
-    Each cast rounds the exact result of the one before it once (an fp8 round trip is its input rounded to fp8),
-    so that chain, not the arithmetic bound, is what such an output is held to. `values`: the exact answer's values.
-    """
+def rounding_chain(graph: Graph, name: str) -> tuple[str, list[Node]] | None:
+    """(the input, the casts from it in order) where `name` is made by single-rounding ops (casts) of an input alone."""
     chain: list[Node] = []
     producers = {n.id: n for n in graph.nodes}
     while name in producers:
@@ -49,12 +45,22 @@ def single_rounding(graph: Graph, name: str, values: dict[str, np.ndarray]) -> n
             return None
         chain.append(node)
         name = operands[0]
-    if not chain or name not in values:
+    return (name, chain[::-1]) if chain else None
+
+
+def single_rounding(graph: Graph, name: str, values: dict[str, np.ndarray]) -> np.ndarray | None:
+    """The correctly rounded value of `name` where it is a chain of single roundings (casts) of an input, else None.
+
+    Each cast rounds the exact result of the one before it once (an fp8 round trip is its input rounded to fp8),
+    so that chain, not the arithmetic bound, is what such an output is held to. `values`: the exact answer's values.
+    """
+    found = rounding_chain(graph, name)
+    if found is None or found[0] not in values:
         return None
     typed = infer(graph)
-    value = np.asarray(values[name], dtype=np.float64)
+    value = np.asarray(values[found[0]], dtype=np.float64)
     with np.errstate(all="ignore"):
-        for node in reversed(chain):
+        for node in found[1]:
             value = round_to(OPS[node.op].reference(value, **op_attrs(node)), typed.values[node.id].dtype)
     return np.asarray(value, dtype=np.float64)
 

@@ -577,3 +577,19 @@ def test_regression_16_bit_and_fp8_round_trips_stay_clean_on_eager_and_xla(pool:
     result = Checker(pool).check(Case(graph), ["torch/eager", "xla/native"])
     assert result.findings == [], [f.message for f in result.findings]
     assert all(j.stats.ratio == 0.0 for js in result.judgements.values() for j in js)
+
+
+def test_regression_the_full_script_of_a_cast_finding_holds_the_cast_to_correct_rounding(pool: ExecutorPool,
+                                                                                       tmp_path) -> None:
+    """issue 33: the record of TVM's fp8 round trip must be confirmed by a script exiting 1 in a fresh process. The
+    full-oracle script restates the cast rule (rounding_ratio against the correctly rounded chain) and exits 1; the
+    short script still restates the arithmetic bound only and exits 0, so the full one is the record's repro."""
+    from fuzzer.artifacts import REPRO_FULL, confirm_scripts, write_finding
+
+    case = load_case(FIXTURES / "tvm-fp8-round-trip-zero-issue33.json")
+    (f,) = Checker(pool).check(case, ["torch/eager", "tvm/default"]).findings
+    art = write_finding(tmp_path, case, f, {}, "test")
+    assert "SINGLE_ROUNDING = ['dq']" in art.repro_full.read_text()
+    shown = confirm_scripts(art)
+    assert shown.script == art.repro_full and f"the record's repro is {REPRO_FULL}" in shown.note, shown.note
+    assert "a cast off by more than half an ULP" in shown.note
