@@ -593,3 +593,16 @@ def test_regression_the_full_script_of_a_cast_finding_holds_the_cast_to_correct_
     shown = confirm_scripts(art)
     assert shown.script == art.repro_full and f"the record's repro is {REPRO_FULL}" in shown.note, shown.note
     assert "a cast off by more than half an ULP" in shown.note
+
+
+def test_a_node_whose_error_flushing_explains_yields_to_a_later_node_with_an_error_of_its_own() -> None:
+    """issue 33: TVM's float32 -> e4m3fn flushes 0.0029 to 0 (flushing explains it), then its e4m3fn -> float32 turns
+    0 into 0.0078125: the later cast is the bug to file; a flushed node alone is still named (the underflow note)."""
+    from oracles.bounds import ErrorStats
+    from oracles.error_bounds import at_fault
+
+    flushed, wrong, fine = (ErrorStats(0.004, 2.0, 4.0, 1, 0), ErrorStats(0.008, 4.0, 8.0, 0, 0),
+                            ErrorStats(0.0, 0.0, 0.0, 0, 0))
+    assert at_fault([("q", flushed), ("dq", wrong)], flushed={"q"}) == "dq"
+    assert at_fault([("q", flushed), ("dq", wrong)]) == "q"
+    assert at_fault([("q", flushed), ("dq", fine)], flushed={"q"}) == "q"
