@@ -102,6 +102,14 @@ def rounding_ratio(actual, rounded, dtype, allowed_ulps=0.5):
     return (float("inf") if mismatch else float(err[worst]) / allowed_ulps), float(err[worst]), worst, mismatch
 
 
+def computed_floor(magnitude: np.ndarray, dtype: str) -> np.ndarray:
+    """A magnitude an op passes through, computed in float32 (float64 for a float64 result), as a floor of the error
+    scale of a `dtype` result: an ULP of `dtype` at the floor is an ULP of the computing format at the magnitude."""
+    compute = 52 if dtype == "float64" else 23
+    mantissa = FLOAT_FORMATS[dtype].mantissa_bits if dtype in FLOAT_FORMATS else compute
+    return np.abs(np.asarray(magnitude, dtype=np.float64)) * 2.0 ** (min(mantissa, compute) - compute)
+
+
 def slack_ulps(dtype: str, budget: float = 0.0) -> float:
     """The bound's slack in ULPs of `dtype`, plus a relative error budget (documented approximate math) in those ULPs.
 

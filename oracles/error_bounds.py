@@ -20,6 +20,7 @@ from fuzzer.outcome import Outcome
 
 from .bounds import ErrorStats, error_stats, slack_ulps
 from .findings import Finding
+from .nodes import passed_through
 
 MARGIN = 2.0  # a bound finding needs ratio >= MARGIN (or non-finite values, or a second violating input set)
 
@@ -72,7 +73,8 @@ def judge_outputs(graph: Graph, numeric: TypedGraph, outcomes: list[Outcome],
 
     `budget`: a relative error the executor may add (documented approximate math), as extra slack on every output;
     localization then holds each node to the budget of its own op only. `program`: the numeric graph itself, whose
-    outputs made by casts of an input alone are held to correct rounding (`single_rounding`).
+    outputs made by casts of an input alone are held to correct rounding (`single_rounding`), and an output a
+    centering norm makes is judged at the magnitudes its kernel passes through (nodes.passed_through).
     """
     out = []
     for k, oc in enumerate(outcomes):
@@ -81,8 +83,10 @@ def judge_outputs(graph: Graph, numeric: TypedGraph, outcomes: list[Outcome],
         for name, actual in zip(graph.outputs, oc.outputs):
             dtype = numeric.values[name].dtype
             rounded = single_rounding(program, name, expected[k]) if program is not None else None
+            producer = next((n for n in program.nodes if n.id == name), None) if program is not None else None
+            floor = passed_through(producer, expected[k], dtype) if producer is not None else None
             out.append(OutputJudgement(k, name, dtype, error_stats(actual, expected[k][name], ideal[k][name], dtype,
-                                                                   slack_ulps=slack_ulps(dtype, budget),
+                                                                   slack_ulps=slack_ulps(dtype, budget), floor=floor,
                                                                    rounded=rounded)))
     return out
 
