@@ -6,6 +6,7 @@ Each `test_regression_*` below is one of the eight false-alarm classes a triage 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -1048,3 +1049,26 @@ def test_regression_a_norm_that_is_exactly_0_is_judged_at_the_magnitudes_its_ker
     assert error_stats(torch_out, exact, ideal, "float16").ratio > MARGIN  # what the result's own scale said
     assert error_stats(torch_out, exact, ideal, "float16", floor=floor).ratio <= 1.0
     assert error_stats(torch_out + 0.05, exact, ideal, "float16", floor=floor).ratio > 10 * MARGIN
+
+
+def test_regression_an_overflow_of_the_one_pass_variance_is_no_backend_bug(checker: Checker) -> None:
+    """issue 33: a bfloat16 layer_norm of a constant row near 2e37 (eps 1) is NaN in PyTorch's CPU kernels (its bf16
+    and fp32 paths) and in torch_xla: E[x^2] passes float32's range, as the one-pass float32 ideal's does. The exact
+    answer and the two-pass ideal are finite, and the NaN was filed as PyTorch's bug; where a common float32 form
+    overflows, no float32 kernel owes a finite answer (as for a contraction's summation orders), so it is not
+    judged there. A row in range stays judged."""
+    import torch
+
+    case = load_case(Path(__file__).parent / "fixtures" / "torch-layer-norm-bf16-row-near-2e37-issue33.json")
+    x = torch.tensor(input_values(case, 0)["x"])
+    for dtype in (torch.bfloat16, torch.float32):
+        assert torch.nn.functional.layer_norm(x.to(dtype), (8,), eps=1.0)[0].isnan().all()
+    result = checker.check(case, ["torch/eager"])
+    assert result.findings == [], [f.message for f in result.findings]
+    values = rounded_inputs(case.graph, input_values(case, 0))
+    assert all(np.isnan(i).all() for i in ideal_values(case.graph, values)["y"])
+    assert np.isfinite(evaluate(case.graph, values, rounded=False)["y"]).all()
+    in_range = {**values, "x": values["x"][1:]}  # the row of 1..8 alone: judged as before
+    g = Graph(tuple(replace(i, shape=(1, 8), init={"values": [[0.0] * 8]}) if i.name == "x" else i
+                    for i in case.graph.inputs), case.graph.nodes, case.graph.outputs)
+    assert all(np.isfinite(i).all() for i in ideal_values(g, in_range)["y"])
