@@ -335,7 +335,7 @@ def test_regression_a_finding_is_confirmed_by_a_script_that_exits_1_in_a_fresh_p
     inside the matmul; cast to float32 after it, the output has the promoted dtype, so the short script (dtypes only)
     exits 0 while the bug is there. Confirmation runs the written scripts in fresh processes: repro.py exits 0, so the
     full-oracle script, which exits 1, is the record's repro, and the note says so."""
-    from fuzzer.artifacts import REPRO_FULL, confirm_scripts, write_finding
+    from fuzzer.artifacts import REPRO_FULL, confirm_scripts, rewrite_report, write_finding
     from fuzzer.check import Checker
     from fuzzer.isolation import ExecutorPool
 
@@ -348,7 +348,11 @@ def test_regression_a_finding_is_confirmed_by_a_script_that_exits_1_in_a_fresh_p
     shown = confirm_scripts(art)
     assert shown.script == art.repro_full and shown.ran, shown
     assert shown.note.startswith("repro.py exits 0") and f"the record's repro is {REPRO_FULL}" in shown.note, shown.note
-    assert run_alone(art.repro).returncode == 0 and run_alone(art.repro_full).returncode == 1
+    assert "BUG REPRODUCED" in shown.note.split("; the record's repro")[1]  # the full script's own verdict
+    before = art.report.read_text()
+    assert rewrite_report(tmp_path, case, f, {}, "test") == []  # the draft then inlines the full script
+    after = art.report.read_text()
+    assert "python repro.py" in before and "python repro_full.py" in after and "bound_ratio" in after
 
 
 def test_confirmation_names_no_script_where_none_exits_1(tmp_path: Path) -> None:
