@@ -125,10 +125,12 @@ def render_interpreted(graph: Graph, name: str = "exact") -> str:
             + ["from numpy.lib.stride_tricks import sliding_window_view"] * ("sliding_window_view" in text)
             + ["from contextvars import ContextVar",
                "VARIANCE_FORM = ContextVar('variance_form', default='two-pass')"] * ("VARIANCE_FORM" in text))
-    body = text.replace("rnd = round_to if rounded else (lambda v, dtype: v)", "rnd = lambda v, dtype: v  # exact: no rounding")
+    body = text.replace("rnd = round_to if rounded else (lambda v, dtype: v)",
+                        "rnd = lambda v, dtype: v  # exact: no rounding")
     rounds = "round_to(" in body  # Python numbers PyTorch converts to the compute dtype first (comparisons)
     head += ["def round_to(values, dtype):  # one rounding to `dtype`, as PyTorch converts a Python number",
-             "    return np.asarray(values, dtype=np.float64).astype(getattr(ml_dtypes, dtype, dtype)).astype(np.float64)"
+             "    return np.asarray(values, dtype=np.float64).astype(getattr(ml_dtypes, dtype, dtype))"
+             ".astype(np.float64)"
              ] * rounds
     call = ", ".join(f"{i.name!r}: {ident[i.name]}" for i in graph.inputs)
     wrapper = [f"def {name}({', '.join(ident[i.name] for i in graph.inputs)}):  # the graph in float64: precfuzz's "

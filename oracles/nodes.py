@@ -29,7 +29,7 @@ from .bounds import ErrorStats, computed_floor, error_stats, slack_ulps
 from .precision import narrower_format
 
 Values = dict[str, np.ndarray]
-LIFTABLE = ("elementwise", "activation", "cast")  # ops whose result is a function of each element: lifting separates them
+LIFTABLE = ("elementwise", "activation", "cast")  # each result element a function of its operands': lifting separates
 GATED = tagged(OPS, "gated")  # judged at their operand's magnitude (see fuzzer.ops.base TAGS)
 SINGLE_ROUNDING = tagged(OPS, "single-rounding")  # casts: held to correct rounding (oracles.bounds.rounding_ratio)
 GATE_ULPS = 2.0  # what a float kernel's gate may add, in ULPs at the operand's magnitude (its own rounding, the product)
@@ -130,7 +130,8 @@ def judge_nodes(numeric: Graph, inputs: Values, observed: dict[str, np.ndarray],
         ideal = ideal_values(sub, sub_inputs)[node.id]
         actual = observed[node.id]
         gated = node.op in GATED
-        floor = np.asarray(sub_inputs[node.inputs[0]], dtype=np.float64) if gated else passed_through(node, sub_inputs, dtype)
+        floor = (np.asarray(sub_inputs[node.inputs[0]], dtype=np.float64) if gated
+                 else passed_through(node, sub_inputs, dtype))
         slack = slack_ulps(dtype, (approximate or {}).get(node.op, 0.0)) + (GATE_ULPS if gated else 0.0)
         st = node_stats(node.op, actual, exact, ideal, dtype, slack_ulps=slack, floor=floor)
         excess = False

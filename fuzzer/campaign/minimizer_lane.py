@@ -100,12 +100,13 @@ class MinimizerLane:
                                                 **({"worst_nonfinite": result.worst_elements} if worst else {})})
             folder = self.c.store.root / "bugs" / bid
             executors = list(dict.fromkeys([*bug.executors, *same]))
-            describe, command = self.c.describe(finding.executor, pool), f"{self.c.cfg.command or 'precfuzz run'}  # bug {bid}"
+            describe = self.c.describe(finding.executor, pool)
+            command = f"{self.c.cfg.command or 'precfuzz run'}  # bug {bid}"
             art = write_finding(folder, case, finding, describe, command, variant=variant, executors=executors)
             update["executors"] = executors
             update["reproduces_on"] = same
             confirmed, how, script = self._confirm(art, case, finding, pool)
-            if script is not None and script == art.repro_full and art.repro is not None:  # the draft inlines it instead
+            if script is not None and script == art.repro_full and art.repro is not None:  # the draft inlines it
                 art.errors += rewrite_report(folder, case, finding, describe, command, variant, executors)
             rel = lambda p: str(Path(p).relative_to(self.c.store.root)) if p else None  # noqa: E731
             lines = art.repro_lines if script == art.repro else len(Path(script).read_text().splitlines())
@@ -234,9 +235,10 @@ class MinimizerLane:
             again = recheck(case, target, pool)
         except Exception as exc:  # noqa: BLE001
             return False, f"{why}; the fresh re-check failed: {type(exc).__name__}: {exc}", art.repro or art.repro_full
+        script = art.repro or art.repro_full
         if again is not None:
-            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})", art.repro or art.repro_full
-        return False, f"{why}; a re-check on fresh workers does not reproduce it", art.repro or art.repro_full
+            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})", script
+        return False, f"{why}; a re-check on fresh workers does not reproduce it", script
 
     @staticmethod
     def _recheck_says(case: Case, finding: Finding, pool: ExecutorPool) -> str:

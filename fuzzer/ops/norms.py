@@ -178,7 +178,7 @@ def scale_shift_magnitude(op: str, operands: list[Any], attrs: dict[str, Any]) -
     if axes:
         mu, v = g.mean(axis=axes, keepdims=True), g.var(axis=axes, keepdims=True)
     else:  # running statistics
-        mu, v = np.reshape(np.asarray(slot(1), dtype=np.float64), shape), np.reshape(np.asarray(slot(2), dtype=np.float64), shape)
+        mu, v = (np.reshape(np.asarray(slot(k), dtype=np.float64), shape) for k in (1, 2))
     with np.errstate(all="ignore"):
         m = (np.maximum(np.abs(g), np.abs(mu)) / np.sqrt(v + eps)).reshape(x.shape)
         if weight is not None:
