@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from oracles.bounds import allowed_ulps, slack_ulps
-from oracles.error_bounds import MARGIN
+from oracles.error_bounds import MARGIN, rounding_chain
 from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
 
@@ -51,6 +51,9 @@ class Evidence:
     # mantissa bits, min exponent of the output dtype): the oracle's bound_ratio denominators on these inputs
     allowed: dict[str, tuple[float, float, int, int]] = field(default_factory=dict)
     eager_dtypes: list[str] | None = None  # what PyTorch eager returns (dtype findings); None where it raises
+    # output -> the float dtypes of the casts it is made by from an input alone (oracles.error_bounds.rounding_chain):
+    # held to correct rounding, so a script that rounds its exact answer so may ask for that value itself
+    rounded: dict[str, list[str]] = field(default_factory=dict)
     promoted: list[str] | None = None  # the promoted dtypes a correct promotion returns (downcast findings)
 
 
@@ -75,7 +78,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
             fmt = FLOAT_FORMATS[dtype if dtype in FLOAT_FORMATS else "float32"]
             allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
                           fmt.mantissa_bits, fmt.min_exponent)
-        return Evidence(allowed)
+        return Evidence(allowed, rounded=cast_chains(numeric, graph.outputs))
     if finding.oracle == "dtype-divergence":
         want = finding.details.get("mismatches")
         typed = infer(executor.policy_graph(graph))
@@ -88,6 +91,29 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         typed = infer(executor.numeric_graph(graph))
         return Evidence(promoted=[typed.values[o].dtype for o in graph.outputs])
     return Evidence()
+
+
+CAST_ALLOWED = 1e-300  # a cast's allowed error against its correctly rounded value: none (0 / this is 0, else huge)
+NUMPY_CAST = {"float16": "np.float16", "float32": "np.float32", "bfloat16": "ml_dtypes.bfloat16",
+              "float8_e4m3fn": "np.float32).astype(ml_dtypes.float8_e4m3fn",  # through float32, as PyTorch casts
+              "float8_e5m2": "np.float32).astype(ml_dtypes.float8_e5m2"}
+
+
+def cast_chains(numeric: Graph, outputs: tuple[str, ...]) -> dict[str, list[str]]:
+    """Output -> the dtypes of the float casts it is made by from an input alone (outputs the oracle holds to
+    correct rounding, oracles.error_bounds.single_rounding; one with a cast to an int on the way is left out)."""
+    typed, out = infer(numeric), {}
+    for o in outputs:
+        found = rounding_chain(numeric, o)
+        dtypes = [typed.values[n.id].dtype for n in found[1]] if found else []
+        if dtypes and all(d in NUMPY_CAST or d == "float64" for d in dtypes):
+            out[o] = dtypes
+    return out
+
+
+def rounded_expr(value: str, dtypes: list[str]) -> str:
+    """`value` (float64 numpy) through each cast, one rounding each, back in float64."""
+    return value + "".join(f".astype({NUMPY_CAST[d]})" for d in dtypes if d in NUMPY_CAST) + ".astype(np.float64)"
 
 
 def exact_graph(graph: Graph) -> Graph:
@@ -264,7 +290,9 @@ def _allowed(ev: Evidence) -> str:
     """ALLOWED: the bound (one output) or output -> bound: (max, RMS) error in ULPs, the dtype's mantissa bits and
     min exponent. Values are written with repr() so the script's verdict is the oracle's to the last bit."""
     comment_ = (f"  # max and RMS error in ULPs (at each value's magnitude, floored at the RMS): 3x an fp32-accumulating "
-                f"implementation's on these inputs + 2; a bug at {MARGIN:g}x")
+                f"implementation's on these inputs + 2; a bug at {MARGIN:g}x"
+                + (f"; {CAST_ALLOWED!r} for a cast: nothing but the correctly rounded value"
+                   if any(v[0] == CAST_ALLOWED for v in ev.allowed.values()) else ""))
     text = lambda v: f"({float(v[0])!r}, {float(v[1])!r}, {int(v[2])}, {int(v[3])})"  # noqa: E731
     if len(ev.allowed) == 1:
         return f"ALLOWED = {text(next(iter(ev.allowed.values())))}" + comment_
@@ -515,7 +543,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     declared = sorted(set(re.findall(r"\bT\['(\w+)'\]", module)) | set(params.values()))
     bf16 = any(d in ("bfloat16", *FP8) for d in declared) or any(typed.values[i.name].dtype in ("bfloat16", *FP8)
                                                                 for i in graph.inputs)  # ml_dtypes' formats
-    bf16 = bf16 or "ml_dtypes" in (exact or "")
+    bf16 = bf16 or "ml_dtypes" in (exact or "") or any(d in ("bfloat16", *FP8) for c in ev.rounded.values() for d in c)
     as_f32 = {d: "float32" if d in ("float16", "bfloat16") else d for d in declared}
     passes = render_passes(ex.passes)
     lines = [NO_TORCH] + (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm",
@@ -523,6 +551,9 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     if ex.passes:
         lines.append(f"PASSES = {passes}  # applied before tvm.compile; [] is TVM's default pipeline")
     if accuracy:
+        if ev.rounded:  # casts of an input alone: the correctly rounded value and nothing else (as the oracle)
+            ev = replace(ev, allowed={o: (CAST_ALLOWED, CAST_ALLOWED, *v[2:]) if o in ev.rounded else v
+                                      for o, v in ev.allowed.items()})
         lines.append(_allowed(ev))
         lines.append(f"DECLARED, FP32 = {dict(zip(declared, declared))!r}, {as_f32!r}  # dtypes to build in: as "
                      "declared; float32 internals (a control)")
@@ -565,6 +596,10 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
         else:  # masks stay bool, as the interpreter takes them
             lines.append(f"expected = exact(*[v if v.dtype == bool else v.astype(np.float64) for v in inputs]){one}"
                          "  # the graph in float64, never TVM's own run")
+        for k, o in enumerate(graph.outputs):
+            if o in ev.rounded:
+                name = "expected" if single else f"expected[{k}]"
+                lines.append(f"{name} = {rounded_expr(name, ev.rounded[o])}  # casts: each rounds once, correctly")
         runs = ["actual", "control"] + ["off"] * bool(mine)
         calls = ([f"got{one}", f"tried(got, FP32{', PASSES' if mine else ''}){one}"]
                  + [f"tried(got, DECLARED, []){one}"] * bool(mine))

@@ -579,20 +579,28 @@ def test_regression_16_bit_and_fp8_round_trips_stay_clean_on_eager_and_xla(pool:
     assert all(j.stats.ratio == 0.0 for js in result.judgements.values() for j in js)
 
 
-def test_regression_the_full_script_of_a_cast_finding_holds_the_cast_to_correct_rounding(pool: ExecutorPool,
-                                                                                       tmp_path) -> None:
-    """issue 33: the record of TVM's fp8 round trip must be confirmed by a script exiting 1 in a fresh process. The
-    full-oracle script restates the cast rule (rounding_ratio against the correctly rounded chain) and exits 1; the
-    short script still restates the arithmetic bound only and exits 0, so the full one is the record's repro."""
-    from fuzzer.artifacts import REPRO_FULL, confirm_scripts, write_finding
+def test_regression_the_scripts_of_a_cast_finding_hold_the_cast_to_correct_rounding(pool: ExecutorPool,
+                                                                                    tmp_path) -> None:
+    """issue 33: the record of TVM's fp8 round trip must be confirmed by a script exiting 1 in a fresh process. Both
+    scripts restate the cast rule: the short one rounds its float64 answer through the casts and allows nothing else,
+    the full one pastes rounding_ratio. The short one exits 1 and is the record's repro; on values TVM casts right it
+    exits 0, as check reports nothing there."""
+    from fuzzer.artifacts import confirm_scripts, run_script, write_finding
 
     case = load_case(FIXTURES / "tvm-fp8-round-trip-zero-issue33.json")
     (f,) = Checker(pool).check(case, ["torch/eager", "tvm/default"]).findings
-    art = write_finding(tmp_path, case, f, {}, "test")
+    art = write_finding(tmp_path / "bug", case, f, {}, "test")
     assert "SINGLE_ROUNDING = ['dq']" in art.repro_full.read_text()
+    assert "astype(ml_dtypes.float8_e4m3fn)" in art.repro.read_text()
     shown = confirm_scripts(art)
-    assert shown.script == art.repro_full and f"the record's repro is {REPRO_FULL}" in shown.note, shown.note
-    assert "a cast off by more than half an ULP" in shown.note
+    assert shown.script == art.repro and shown.note.startswith("repro.py reproduces it"), shown.note
+    status, tail = run_script(art.repro_full)
+    assert status == 1 and "a cast off by more than half an ULP" in tail, tail
+    right = Case(Graph((Input("x", (6,), "float32", init={"values": [0.5, 0.3, 3.0, -0.25, 100.0, 448.0]}),),
+                       case.graph.nodes, case.graph.outputs))
+    assert Checker(pool).check(right, ["torch/eager", "tvm/default"]).findings == []
+    clean = write_finding(tmp_path / "clean", right, f, {}, "test")
+    assert run_script(clean.repro)[0] == 0
 
 
 def test_a_node_whose_error_flushing_explains_yields_to_a_later_node_with_an_error_of_its_own() -> None:
