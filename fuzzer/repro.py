@@ -111,9 +111,19 @@ def cast_chains(numeric: Graph, outputs: tuple[str, ...]) -> dict[str, list[str]
     return out
 
 
-def rounded_expr(value: str, dtypes: list[str]) -> str:
-    """`value` (float64 numpy) through each cast, one rounding each, back in float64."""
-    return value + "".join(f".astype({NUMPY_CAST[d]})" for d in dtypes if d in NUMPY_CAST) + ".astype(np.float64)"
+def rounded_expr(value: str, dtypes: list[str], via32: bool = False) -> str:
+    """`value` (float64 numpy) through each cast, one rounding each, back in float64; `via32`: a 16-bit cast rounds
+    through float32 first, as PyTorch's does (fuzzer.dtypes.cast_results)."""
+    casts = [("np.float32).astype(" if via32 and d in LOW_PRECISION else "") + NUMPY_CAST[d]
+             for d in dtypes if d in NUMPY_CAST]
+    return value + "".join(f".astype({c})" for c in casts) + ".astype(np.float64)"
+
+
+def casts_exact(ev: Evidence) -> Evidence:
+    """The evidence with outputs made by casts of an input alone allowed nothing but their correctly rounded value (the
+    script rounds its exact answer through the casts: rounded_expr), as the oracle holds them."""
+    return replace(ev, allowed={o: (CAST_ALLOWED, CAST_ALLOWED, *v[2:]) if o in ev.rounded else v
+                                for o, v in ev.allowed.items()})
 
 
 def exact_graph(graph: Graph) -> Graph:
@@ -395,7 +405,8 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     lines = (([f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]) + ["import numpy as np", "import torch"]
              + ["import torch.nn.functional as F"] * ("F." in code) + ["import torch_xla"] * on_device
              + (extra()[0] if extra else [])
-             + ([_allowed(ev)] if oracle in ACCURACY else [])
+             + ["import ml_dtypes"] * any("ml_dtypes" in rounded_expr("", c) for c in ev.rounded.values())
+             + ([_allowed(casts_exact(ev))] if oracle in ACCURACY else [])
              + code.splitlines() + (extra()[1] if extra else []) + made)
     if hazard:
         lines += _hazard_tail(finding, prog)
@@ -438,7 +449,12 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                         f"print(f\"{'' if single else '@where: '}{name} returns shape {{shapes[0]}}, PyTorch eager on "
                         f"the CPU {{shapes[1]}}\")"],
                         "shapes[0] == shapes[1]"))
-        return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU",
+        rounding = [f"{e} = torch.from_numpy({rounded_expr(f'{e}.numpy()', ev.rounded[o], via32=True)})  # casts, "
+                    "each rounded as PyTorch casts" for k, o in enumerate(ev.allowed) if o in ev.rounded
+                    for e in ["expected" if single else f"expected[{k}]"]]
+        if rounding and not single:
+            rounding.insert(0, "expected = list(expected)")
+        return ([f"expected = {exact.replace('doubles', doubles)}{one}  # exact: float64 on the CPU", *rounding,
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
                  f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() "
                  + ("and t.element_size() > 1 " if nonfinite_agree else "")  # fp8 stays fp8 (scaled_mm takes no other)
@@ -551,9 +567,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     if ex.passes:
         lines.append(f"PASSES = {passes}  # applied before tvm.compile; [] is TVM's default pipeline")
     if accuracy:
-        if ev.rounded:  # casts of an input alone: the correctly rounded value and nothing else (as the oracle)
-            ev = replace(ev, allowed={o: (CAST_ALLOWED, CAST_ALLOWED, *v[2:]) if o in ev.rounded else v
-                                      for o, v in ev.allowed.items()})
+        ev = casts_exact(ev)
         lines.append(_allowed(ev))
         lines.append(f"DECLARED, FP32 = {dict(zip(declared, declared))!r}, {as_f32!r}  # dtypes to build in: as "
                      "declared; float32 internals (a control)")

@@ -102,6 +102,20 @@ def rounding_ratio(actual, rounded, dtype, allowed_ulps=0.5):
     return (float("inf") if mismatch else float(err[worst]) / allowed_ulps), float(err[worst]), worst, mismatch
 
 
+def nearest(actual: np.ndarray, candidates: np.ndarray | list[np.ndarray]) -> np.ndarray:
+    """Per element, the candidate reference nearest to `actual` (one array: itself); NaN candidates count as far."""
+    if not isinstance(candidates, (list, tuple)):
+        return np.asarray(candidates, dtype=np.float64)
+    a = np.asarray(actual, dtype=np.float64)
+    best = np.asarray(candidates[0], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        for c in candidates[1:]:
+            c = np.asarray(c, dtype=np.float64)
+            closer = np.nan_to_num(np.abs(a - c), nan=np.inf) < np.nan_to_num(np.abs(a - best), nan=np.inf)
+            best = np.where(closer | (np.isnan(a) & np.isnan(c)), c, best)
+    return best
+
+
 def computed_floor(magnitude: np.ndarray, dtype: str) -> np.ndarray:
     """A magnitude an op passes through, computed in float32 (float64 for a float64 result), as a floor of the error
     scale of a `dtype` result: an ULP of `dtype` at the floor is an ULP of the computing format at the magnitude."""
@@ -133,18 +147,20 @@ class ErrorStats:
 
 def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray | list[np.ndarray], dtype: str,
                 multiplier: float = MULTIPLIER, slack_ulps: float = SLACK_ULPS,
-                floor: np.ndarray | None = None, rounded: np.ndarray | None = None) -> ErrorStats:
+                floor: np.ndarray | None = None,
+                rounded: np.ndarray | list[np.ndarray] | None = None) -> ErrorStats:
     """Compare an executor's output with the reference under the bound; dtype is the declared output dtype.
 
     `ideal`: one ideal implementation's values or a list of several (their worst error sets the scale).
-    `rounded`: where the value's ideal is a single rounding (a cast), its correctly rounded value: then that is the
-    reference and half an ULP of a float `dtype` is allowed (`rounding_ratio`), whatever the ideals lose.
+    `rounded`: where the value's ideal is a single rounding (a cast), its correctly rounded value (or the values a cast
+    may return, fuzzer.dtypes.cast_results: the nearest counts): then that is the reference and half an ULP of a float
+    `dtype` is allowed (`rounding_ratio`), whatever the ideals lose.
     """
     ideals = list(ideal) if isinstance(ideal, (list, tuple)) else [ideal]
     out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
     if rounded is not None and dtype in FLOAT_NAMES:
-        expected = rounded
-        ratio, max_ulp, worst, mismatch = rounding_ratio(actual, rounded, dtype)
+        expected = nearest(actual, rounded)
+        ratio, max_ulp, worst, mismatch = rounding_ratio(actual, expected, dtype)
     else:
         ratio, max_ulp, worst, mismatch = bound_ratio(actual, expected, ideals, out_dtype, multiplier, slack_ulps,
                                                       floor)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzer.dtypes import round_to
+from fuzzer.dtypes import cast_results, is_float, round_to
 from fuzzer.ir import Graph, Node, TypedGraph, infer, op_attrs
 from fuzzer.ops import OPS
 from fuzzer.outcome import Outcome
@@ -49,8 +49,9 @@ def rounding_chain(graph: Graph, name: str) -> tuple[str, list[Node]] | None:
     return (name, chain[::-1]) if chain else None
 
 
-def single_rounding(graph: Graph, name: str, values: dict[str, np.ndarray]) -> np.ndarray | None:
-    """The correctly rounded value of `name` where it is a chain of single roundings (casts) of an input, else None.
+def single_rounding(graph: Graph, name: str, values: dict[str, np.ndarray]) -> list[np.ndarray] | None:
+    """The values `name` may take where it is a chain of single roundings (casts) of an input, else None: each cast
+    correctly rounded, or each as PyTorch's cast rounds (fuzzer.dtypes.cast_results).
 
     Each cast rounds the exact result of the one before it once (an fp8 round trip is its input rounded to fp8),
     so that chain, not the arithmetic bound, is what such an output is held to. `values`: the exact answer's values.
@@ -59,11 +60,16 @@ def single_rounding(graph: Graph, name: str, values: dict[str, np.ndarray]) -> n
     if found is None or found[0] not in values:
         return None
     typed = infer(graph)
-    value = np.asarray(values[found[0]], dtype=np.float64)
-    with np.errstate(all="ignore"):
-        for node in found[1]:
-            value = round_to(OPS[node.op].reference(value, **op_attrs(node)), typed.values[node.id].dtype)
-    return np.asarray(value, dtype=np.float64)
+    chains = []
+    for way in (0, -1):  # correctly rounded; as PyTorch rounds
+        value = np.asarray(values[found[0]], dtype=np.float64)
+        with np.errstate(all="ignore"):
+            for node in found[1]:
+                dtype = typed.values[node.id].dtype
+                cast = OPS[node.op].reference(value, **op_attrs(node))
+                value = cast_results(cast, dtype)[way] if is_float(dtype) else round_to(cast, dtype)
+        chains.append(np.asarray(value, dtype=np.float64))
+    return chains
 
 
 def judge_outputs(graph: Graph, numeric: TypedGraph, outcomes: list[Outcome],

@@ -16,6 +16,7 @@ import numpy as np
 from fuzzer.dtypes import (
     FLOAT_FORMATS,
     LOW_PRECISION,
+    cast_results,
     cast_undefined,
     is_float,
     round_to,
@@ -163,7 +164,7 @@ def passed_through(node: Node, operands: Values, dtype: str) -> np.ndarray | Non
 
 def node_stats(op: str, actual: Any, exact: Any, ideal: list[np.ndarray], dtype: str, **bound: Any) -> ErrorStats:
     """One node's values under the bound: a single-rounding op (a cast) against its correctly rounded exact answer."""
-    rounded = round_to(exact, dtype) if op in SINGLE_ROUNDING and is_float(dtype) else None
+    rounded = cast_results(exact, dtype) if op in SINGLE_ROUNDING and is_float(dtype) else None
     return error_stats(actual, exact, ideal, dtype, rounded=rounded, **bound)
 
 
