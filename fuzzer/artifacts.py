@@ -112,6 +112,48 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
     return out
 
 
+def rewrite_report(folder: Path, case: Case, finding: Finding, describe: dict[str, Any], command: str,
+                   variant: str = "*", executors: Iterable[str] = ()) -> list[str]:
+    """Write the draft again inlining repro_full.py (the record's repro where the short script does not show the bug);
+    what failed, as `write_finding` names it."""
+    texts = render_finding(case, finding, describe, command, short=False, variant=variant, executors=executors,
+                           script_name=REPRO_FULL)
+    if texts.report is None:
+        return texts.errors
+    try:
+        write_file(folder / REPORT, texts.report, "markdown")
+    except OSError as exc:
+        return [*texts.errors, f"{REPORT}: cannot write {exc.filename or folder / REPORT}: {exc.strerror or exc}"]
+    return texts.errors
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """Which written script shows a finding in a fresh process (exit 1), and what the runs said."""
+
+    script: Path | None  # the record's repro: the short script if it exits 1, else the full-oracle one if it does
+    note: str
+    ran: bool  # some script was run
+
+
+def confirm_scripts(art: Artifacts, timeout_s: float = 300.0) -> Confirmation:
+    """Run the short script, and where it does not exit 1 the full-oracle one, each in a fresh process: the first that
+    exits 1 confirms the finding and becomes the record's repro (a short script whose expected value or check misses
+    the bug never stands for it: triage, 3 of 33 exited 0 while the bug was there)."""
+    said: list[str] = []
+    for name, path in ((REPRO, art.repro), (REPRO_FULL, art.repro_full)):
+        if path is None:
+            continue
+        status, tail = run_script(path, timeout_s)
+        if status == 1:
+            how = f"{name} reproduces it in a fresh process: {tail}"
+            if said:
+                how = f"{'; '.join(said)}; the record's repro is {REPRO_FULL} instead: it {how.split(' ', 1)[1]}"
+            return Confirmation(path, how, True)
+        said.append(f"{name} exits {status} ({tail})")
+    return Confirmation(None, "; ".join(said) or "no script was written", bool(said))
+
+
 def run_script(path: Path, timeout_s: float = 300.0) -> tuple[int | None, str]:
     """Run a repro script as a user would (`python -I`, a clean environment): (exit status or None, last output)."""
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}

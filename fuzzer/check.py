@@ -213,7 +213,7 @@ class Checker:
                 continue
             expected, ideal = answers[s.name]
             judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
-                                               max(s.approximate.values(), default=0.0))
+                                               max(s.approximate.values(), default=0.0), s.numeric)
             undefined = undefined_casts(s.numeric, s.typed("numeric"), expected, ideal, sets)
             if undefined:
                 judgements[s.name] = [j for j in judgements[s.name]
@@ -306,7 +306,7 @@ class Checker:
                 continue
             e = self.subject(self.semantic, s.policy, eager[s.name], ctx.options)
             expected, ideal = self._numbers(e.numeric, sets, numbers)
-            judged = judge_outputs(e.graph, e.typed("numeric"), e.outcomes, expected, ideal, 0.0)
+            judged = judge_outputs(e.graph, e.typed("numeric"), e.outcomes, expected, ideal, 0.0, e.numeric)
             run = self._runner(ctx, self.semantic)
             out[key] = [g2 for g in bound_findings(self.semantic, e.graph, e.typed("numeric"), judged)
                         if (g2 := localize.bound(g, e, sets[g.input_set], run, [])) is not None]

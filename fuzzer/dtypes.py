@@ -124,3 +124,14 @@ def flush(values: np.ndarray | float, dtype: str) -> np.ndarray:
     if dtype not in FLOAT_FORMATS:
         return v
     return np.where(np.abs(v) < 2.0 ** FLOAT_FORMATS[dtype].min_exponent, 0.0, v)
+
+
+def cast_results(values: np.ndarray | float, dtype: str) -> list[np.ndarray]:
+    """What a cast of float64 `values` to `dtype` may return: the correctly rounded value, and for a 16-bit format
+    PyTorch's CPU conversion too, which rounds a float64 value through float32 first (measured on 2.9.1: 1 + 2**-11 +
+    2**-40 -> float16 is 1.0, not 1 + 2**-10); fp8 is through float32 already (round_to)."""
+    out = [round_to(values, dtype)]
+    if dtype in LOW_PRECISION:
+        with np.errstate(over="ignore"):
+            out.append(round_to(np.asarray(values, dtype=np.float64).astype(np.float32), dtype))
+    return out

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from oracles import bounds
+from oracles.error_bounds import rounding_chain
 
 from . import __version__
 from .dtypes import FLOAT_FORMATS, is_float
@@ -119,7 +120,11 @@ def main():
         declared, computed = OUTPUT_DTYPES[name], COMPUTED_DTYPES[name]
         ideals = [ideal[name], ideal32[name], perturbed[name], ideal32_one_pass[name]]
         unit = computed if computed.startswith("float") else "float32"  # int and bool outputs: as precfuzz judges them
-        ratio, max_ulp, worst, mismatch = bound_ratio(out, want, ideals, unit, {multiplier!r}, {slack!r})
+        if name in SINGLE_ROUNDING:  # casts of an input alone: correctly rounded, half an ULP (ideal: that rounding)
+            want = np.asarray(ideal[name], dtype=np.float64)
+            ratio, max_ulp, worst, mismatch = rounding_ratio(out, want, unit)
+        else:
+            ratio, max_ulp, worst, mismatch = bound_ratio(out, want, ideals, unit, {multiplier!r}, {slack!r})
         print(f"{{name}}: dtype {{dtype}} (declared {{declared}}), shape {{list(out.shape)}}", flush=True)
         print("  expected (fp64 reference):", want.ravel()[:4], flush=True)
         print("  actual:                   ", out.ravel()[:4], flush=True)
@@ -133,6 +138,9 @@ def main():
             print(f"  (numbers not judged: {{NOT_JUDGED}})", flush=True)
         elif mismatch:
             print(f"  FAIL: {{mismatch}} non-finite value(s) where the reference is finite (or the reverse)", flush=True)
+            failed = True
+        elif ratio > 1.0 and name in SINGLE_ROUNDING:
+            print("  FAIL: a cast off by more than half an ULP of its format", flush=True)
             failed = True
         elif ratio > 1.0:
             print("  FAIL: error exceeds {multiplier:g} x the ideal implementation's error + {slack:g} ULP", flush=True)
@@ -169,6 +177,8 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
     typed, computed = infer(graph), infer(numeric)
     out_dtypes = {o: typed.values[o].dtype for o in graph.outputs}
     computed_dtypes = {o: computed.values[o].dtype for o in numeric.outputs}
+    rounded = [o for o in numeric.outputs if rounding_chain(numeric, o) is not None
+               and computed_dtypes[o] in bounds.FLOAT_NAMES]
     in_dtypes = {i.name: (i.dtype if i.kind == "tensor" else "float64") for i in numeric.inputs}
     in_kinds = {i.name: i.kind for i in numeric.inputs}
     env_lines = "".join(f"os.environ.setdefault({k!r}, {v!r})\n" for k, v in (parts.env or {}).items())
@@ -189,6 +199,7 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
         f"\nBACKEND = {desc.get('name')!r}\nOUTPUTS = {list(graph.outputs)!r}\n"
         f"INPUT_DTYPES = {in_dtypes!r}\nINPUT_KINDS = {in_kinds!r}\nOUTPUT_DTYPES = {out_dtypes!r}\n"
         f"COMPUTED_DTYPES = {computed_dtypes!r}  # the dtypes it computes in: the exact answer and the bound's\n"
+        f"SINGLE_ROUNDING = {rounded!r}  # outputs made by casts of an input alone: held to correct rounding\n"
         f"JUDGE_NUMBERS, JUDGE_DTYPES = {parts.judge_numbers!r}, {parts.judge_dtypes!r}  # False: shown, not judged\n"
         f"NOT_JUDGED = {parts.not_judged!r}\n",
         "\n# ---- inputs, regenerated deterministically\n\n" + inputs_code(case, set_index),
@@ -197,7 +208,8 @@ def render_script(case: Case, parts: ReproParts, command: str, set_index: int = 
         + reference_functions(numeric).replace("\n\ndef ", "\n\n\ndef "),
         "\n\n" + render_reference(numeric),
         "\n\n# ---- the error bound (precfuzz oracles/bounds.py, fuzzer/interpret.py)\n\n" + function_source(bounds.ulp)
-        + "\n\n" + function_source(bounds.bound_ratio) + "\n\n" + function_source(backward_perturbation)
+        + "\n\n" + function_source(bounds.bound_ratio) + "\n\n" + function_source(bounds.rounding_ratio)
+        + "\n\n" + function_source(backward_perturbation)
         + f"\n\nONE_PASS_MAX_RELATIVE = {ONE_PASS_MAX_RELATIVE!r}\n\n\n" + function_source(meaningful),
         "\n\n# ---- the backend under test\n\n" + textwrap.dedent(parts.body).strip() + "\n",
         "\n" + CHECK.format(multiplier=bounds.MULTIPLIER, slack=bounds.SLACK_ULPS),

@@ -258,8 +258,9 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
     """Per value, the three ideal implementations of the declared dtypes (see evaluate), rounded per op.
 
     Where the float32-arithmetic ideal overflows (or meets inf - inf) anywhere, even inside an op (data near
-    float32's range), or some summation order of a contraction would (order_overflows), fp32 kernels are outside
-    their range too: the ideals become NaN, so the bound does not
+    float32's range), or some summation order of a contraction would (order_overflows), or a norm's one-pass variance
+    does (E[x^2] past float32's range: PyTorch's CPU and torch_xla's kernels give NaN for a bfloat16 layer_norm of a
+    constant row near 2e37), fp32 kernels are outside their range too: the ideals become NaN, so the bound does not
     judge those values (their non-finite results included). In a graph with casts to fp8, a NaN or inf the exact
     answer has too (PyTorch's fp8 cast past the range, and what it flows into) is not such a value. `notes`
     collects "underflow" when the float32 run went subnormal somewhere.
@@ -276,6 +277,8 @@ def ideal_values(graph: Graph, inputs: Values, notes: set[str] | None = None) ->
     if not trouble:
         wide = order_overflows(graph, runs[0])
         out_of_range = overflowed(graph, runs[ARITHMETICS.index("float32")], exact, wide)
+        if len(runs) == len(ARITHMETICS):  # E[x^2] past float32's range: that common float32 form overflows there
+            out_of_range |= overflowed(graph, runs[ARITHMETICS.index("float32-one-pass")], exact)
     else:
         out_of_range = set(runs[0])
     if len(runs) == len(ARITHMETICS):

@@ -2,12 +2,13 @@
 
 What an upstream report carries (the seeds in shared/seeds are examples): 10-40 lines of backend code, a
 comparison with the exact float64 answer (the same PyTorch program in float64 on the CPU, its casts keeping
-float64; for TVM the graph in float64 numpy, or the module built in float64) next to a control, and exit status 1 while the bug is there, 0 once
-fixed. The script imports numpy and the backend only, holds one line per node of each program it runs, and no
-helper that is not called: a 1-node case is about 25-40 lines, a 5-node one stays under 60. Every uncontrolled
-text (names, messages, paths) enters it through repr(), value_identifiers(), or as a comment (from the third
-line on) with its special characters escaped. The full-oracle script (fuzzer.export: pasted reference, four
-ideal implementations and the bound) stays beside it as repro_full.py.
+float64; for TVM the graph in float64 numpy, or precfuzz's reference interpreter pasted, never TVM's own run)
+next to a control, and exit status 1 while the bug is there, 0 once fixed. The script imports numpy and the
+backend only, holds one line per node of each program it runs, and no helper that is not called: a 1-node case
+is about 25-40 lines, a 5-node one stays under 60. Every uncontrolled text (names, messages, paths) enters it
+through repr(), value_identifiers(), or as a comment (from the third line on) with its special characters
+escaped. The full-oracle script (fuzzer.export: pasted reference, four ideal implementations and the bound)
+stays beside it as repro_full.py.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from oracles.bounds import allowed_ulps, slack_ulps
-from oracles.error_bounds import MARGIN
+from oracles.error_bounds import MARGIN, rounding_chain
 from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
 
@@ -32,9 +33,9 @@ from .executors.tvm_exec import NO_TORCH, TVMExecutor, TVMTrainExecutor, render_
 from .executors.tvm_render import render_module
 from .export import _exceeds, comment
 from .identifiers import literal, value_identifiers
-from .interpret import evaluate, ideal_values
+from .interpret import evaluate, ideal_values, reference_functions, render_reference
 from .ir import Case, Graph, infer, input_values, op_attrs, redeclare
-from .ops import OPS, has_training_mode, is_cast
+from .ops import OPS, is_cast
 from .ops.base import NumpyCall
 from .values import expression
 
@@ -50,6 +51,9 @@ class Evidence:
     # mantissa bits, min exponent of the output dtype): the oracle's bound_ratio denominators on these inputs
     allowed: dict[str, tuple[float, float, int, int]] = field(default_factory=dict)
     eager_dtypes: list[str] | None = None  # what PyTorch eager returns (dtype findings); None where it raises
+    # output -> the float dtypes of the casts it is made by from an input alone (oracles.error_bounds.rounding_chain):
+    # held to correct rounding, so a script that rounds its exact answer so may ask for that value itself
+    rounded: dict[str, list[str]] = field(default_factory=dict)
     promoted: list[str] | None = None  # the promoted dtypes a correct promotion returns (downcast findings)
 
 
@@ -74,7 +78,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
             fmt = FLOAT_FORMATS[dtype if dtype in FLOAT_FORMATS else "float32"]
             allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
                           fmt.mantissa_bits, fmt.min_exponent)
-        return Evidence(allowed)
+        return Evidence(allowed, rounded=cast_chains(numeric, graph.outputs))
     if finding.oracle == "dtype-divergence":
         want = finding.details.get("mismatches")
         typed = infer(executor.policy_graph(graph))
@@ -87,6 +91,39 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
         typed = infer(executor.numeric_graph(graph))
         return Evidence(promoted=[typed.values[o].dtype for o in graph.outputs])
     return Evidence()
+
+
+CAST_ALLOWED = 1e-300  # a cast's allowed error against its correctly rounded value: none (0 / this is 0, else huge)
+NUMPY_CAST = {"float16": "np.float16", "float32": "np.float32", "bfloat16": "ml_dtypes.bfloat16",
+              "float8_e4m3fn": "np.float32).astype(ml_dtypes.float8_e4m3fn",  # through float32, as PyTorch casts
+              "float8_e5m2": "np.float32).astype(ml_dtypes.float8_e5m2"}
+
+
+def cast_chains(numeric: Graph, outputs: tuple[str, ...]) -> dict[str, list[str]]:
+    """Output -> the dtypes of the float casts it is made by from an input alone (outputs the oracle holds to
+    correct rounding, oracles.error_bounds.single_rounding; one with a cast to an int on the way is left out)."""
+    typed, out = infer(numeric), {}
+    for o in outputs:
+        found = rounding_chain(numeric, o)
+        dtypes = [typed.values[n.id].dtype for n in found[1]] if found else []
+        if dtypes and all(d in NUMPY_CAST or d == "float64" for d in dtypes):
+            out[o] = dtypes
+    return out
+
+
+def rounded_expr(value: str, dtypes: list[str], via32: bool = False) -> str:
+    """`value` (float64 numpy) through each cast, one rounding each, back in float64; `via32`: a 16-bit cast rounds
+    through float32 first, as PyTorch's does (fuzzer.dtypes.cast_results)."""
+    casts = [("np.float32).astype(" if via32 and d in LOW_PRECISION else "") + NUMPY_CAST[d]
+             for d in dtypes if d in NUMPY_CAST]
+    return value + "".join(f".astype({c})" for c in casts) + ".astype(np.float64)"
+
+
+def casts_exact(ev: Evidence) -> Evidence:
+    """The evidence with outputs made by casts of an input alone allowed nothing but their correctly rounded value (the
+    script rounds its exact answer through the casts: rounded_expr), as the oracle holds them."""
+    return replace(ev, allowed={o: (CAST_ALLOWED, CAST_ALLOWED, *v[2:]) if o in ev.rounded else v
+                                for o, v in ev.allowed.items()})
 
 
 def exact_graph(graph: Graph) -> Graph:
@@ -112,6 +149,31 @@ def render_numpy(graph: Graph, name: str = "exact") -> str | None:
         lines.append(f"    {names[node.id]} = {spec.numpy(call)}")
     lines.append(f"    return [{', '.join(names[o] for o in graph.outputs)}]")
     return "\n".join(lines) + "\n"
+
+
+def render_interpreted(graph: Graph, name: str = "exact") -> str:
+    """`def exact(<inputs>):` the graph in float64 by precfuzz's own reference interpreter (fuzzer.interpret), pasted,
+    for a graph with an op that has no one-line numpy form (conv, pooling, attention): the expected value of a short
+    script never comes from the backend under test (triage12 b8948f55ce: TVM's own float64 module gave the same NaN)."""
+    ident = value_identifiers(graph)
+    text = reference_functions(graph) + "\n" + render_reference(graph, "reference")
+    head = (["from typing import Any"] * bool(re.search(r"\bAny\b", text))
+            + ["from numpy.lib.stride_tricks import sliding_window_view"] * ("sliding_window_view" in text)
+            + ["from contextvars import ContextVar",
+               "VARIANCE_FORM = ContextVar('variance_form', default='two-pass')"] * ("VARIANCE_FORM" in text))
+    body = text.replace("rnd = round_to if rounded else (lambda v, dtype: v)",
+                        "rnd = lambda v, dtype: v  # exact: no rounding")
+    rounds = "round_to(" in body  # Python numbers PyTorch converts to the compute dtype first (comparisons)
+    head += ["def round_to(values, dtype):  # one rounding to `dtype`, as PyTorch converts a Python number",
+             "    return np.asarray(values, dtype=np.float64).astype(getattr(ml_dtypes, dtype, dtype))"
+             ".astype(np.float64)"
+             ] * rounds
+    call = ", ".join(f"{i.name!r}: {ident[i.name]}" for i in graph.inputs)
+    wrapper = [f"def {name}({', '.join(ident[i.name] for i in graph.inputs)}):  # the graph in float64: precfuzz's "
+               "reference interpreter",
+               f"    values = reference({{{call}}}, False, {'round_to' if rounds else 'None'})",
+               f"    return [{', '.join(f'values[{o!r}]' for o in graph.outputs)}]"]
+    return "\n".join(head + [body.rstrip()] + wrapper) + "\n"
 
 
 def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind: str) -> tuple[str, int | None]:
@@ -246,7 +308,9 @@ def _allowed(ev: Evidence) -> str:
     """ALLOWED: the bound (one output) or output -> bound: (max, RMS) error in ULPs, the dtype's mantissa bits and
     min exponent. Values are written with repr() so the script's verdict is the oracle's to the last bit."""
     comment_ = (f"  # max and RMS error in ULPs (at each value's magnitude, floored at the RMS): 3x an fp32-accumulating "
-                f"implementation's on these inputs + 2; a bug at {MARGIN:g}x")
+                f"implementation's on these inputs + 2; a bug at {MARGIN:g}x"
+                + (f"; {CAST_ALLOWED!r} for a cast: nothing but the correctly rounded value"
+                   if any(v[0] == CAST_ALLOWED for v in ev.allowed.values()) else ""))
     text = lambda v: f"({float(v[0])!r}, {float(v[1])!r}, {int(v[2])}, {int(v[3])})"  # noqa: E731
     if len(ev.allowed) == 1:
         return f"ALLOWED = {text(next(iter(ev.allowed.values())))}" + comment_
@@ -349,7 +413,8 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     lines = (([f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]) + ["import numpy as np", "import torch"]
              + ["import torch.nn.functional as F"] * ("F." in code) + ["import torch_xla"] * on_device
              + (extra()[0] if extra else [])
-             + ([_allowed(ev)] if oracle in ACCURACY else [])
+             + ["import ml_dtypes"] * any("ml_dtypes" in rounded_expr("", c) for c in ev.rounded.values())
+             + ([_allowed(casts_exact(ev))] if oracle in ACCURACY else [])
              + code.splitlines() + (extra()[1] if extra else []) + made)
     if hazard:
         lines += _hazard_tail(finding, prog)
@@ -394,7 +459,10 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                         "shapes[0] == shapes[1]"))
         wanted = (f"{exact.replace('doubles', doubles)}{one}.double()" if single else  # int and bool outputs too
                   f"[e.double() for e in {exact.replace('doubles', doubles)}]")
-        return ([f"expected = {wanted}  # exact: float64 on the CPU (int arithmetic wraps as the backend's)",
+        rounding = [f"{e} = torch.from_numpy({rounded_expr(f'{e}.numpy()', ev.rounded[o], via32=True)})  # casts, "
+                    "each rounded as PyTorch casts" for k, o in enumerate(ev.allowed) if o in ev.rounded
+                    for e in ["expected" if single else f"expected[{k}]"]]
+        return ([f"expected = {wanted}  # exact: float64 on the CPU (int arithmetic wraps as the backend's)", *rounding,
                  f"control = {prog}(*inputs){one}  # {control}, same program and dtypes" if cpu else
                  f"control = {prog}(*[t.float() if torch.is_tensor(t) and t.is_floating_point() "
                  + ("and t.element_size() > 1 " if nonfinite_agree else "")  # fp8 stays fp8 (scaled_mm takes no other)
@@ -491,23 +559,23 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     typed = infer(graph)
     oracle = finding.oracle
     accuracy = oracle in ACCURACY
-    training = any(has_training_mode(n.op) and n.attrs.get("training") for n in graph.nodes)
-    exact = render_numpy(graph) if accuracy else None
+    numpy_form = render_numpy(graph) if accuracy else None
+    exact = (numpy_form or render_interpreted(graph)) if accuracy else None
     module = render_module(program, "T" if accuracy else None)  # dtypes looked up in T where controls rebuild it
     module = "\n".join(line for line in module.splitlines() if not line.lstrip().startswith('"""'))
     params = {i.name: infer(program).values[i.name].dtype for i in program.inputs}  # main's parameters
     declared = sorted(set(re.findall(r"\bT\['(\w+)'\]", module)) | set(params.values()))
     bf16 = any(d in ("bfloat16", *FP8) for d in declared) or any(typed.values[i.name].dtype in ("bfloat16", *FP8)
                                                                 for i in graph.inputs)  # ml_dtypes' formats
+    bf16 = bf16 or "ml_dtypes" in (exact or "") or any(d in ("bfloat16", *FP8) for c in ev.rounded.values() for d in c)
     as_f32 = {d: "float32" if d in ("float16", "bfloat16") else d for d in declared}
-    as_f64 = {d: "float64" if is_float(d) else d for d in declared}
     passes = render_passes(ex.passes)
-    fallback = ["DecomposeOpsForTraining" if training else "DecomposeOpsForInference"] if accuracy and not exact else []
     lines = [NO_TORCH] + (["import ml_dtypes"] if bf16 else []) + ["import numpy as np", "import tvm",
                                                                      "from tvm import relax as R"]
     if ex.passes:
         lines.append(f"PASSES = {passes}  # applied before tvm.compile; [] is TVM's default pipeline")
     if accuracy:
+        ev = casts_exact(ev)
         lines.append(_allowed(ev))
         lines.append(f"DECLARED, FP32 = {dict(zip(declared, declared))!r}, {as_f32!r}  # dtypes to build in: as "
                      "declared; float32 internals (a control)")
@@ -526,8 +594,8 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
 
     lines += _input_lines(case, set_index, make, listed=True)[0]
     kwargs = any(not isinstance(p, str) for p in ex.passes)
-    takes = bool(ex.passes or fallback)
-    params = ", ".join(["T"] * accuracy + ["passes=()"] * takes)  # () where only the exact answer's run takes passes
+    takes = bool(ex.passes)
+    params = ", ".join(["T"] * accuracy + ["passes=()"] * takes)
     lines += [f"def run({params}):  # build{' in dtypes T' if accuracy else ''}, "
               f"{'apply the passes, ' if takes else ''}compile for the CPU, run on the inputs",
               f"    mod = build_module({'T' if accuracy else ''})"]
@@ -544,15 +612,17 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
     if accuracy:
         single = len(graph.outputs) == 1
         one = "[0]" if single else ""
-        if exact:
+        if numpy_form:
             lines.append("expected = [np.asarray(e, dtype=np.float64) for e in exact(*[v if v.dtype.kind in 'iub' else "
                          f"v.astype(np.float64) for v in inputs])]{one}  # the graph in float64 numpy (int arithmetic "
                          "wraps as TVM's)")
-        else:
-            lines += ["try:  # the exact answer: the same module in float64, norms as elementary ops",
-                      f"    expected = run({as_f64!r}, {fallback!r}){one}",
-                      "except Exception:  # an op without a float64 kernel: float32 then",
-                      f"    expected = run(FP32, {fallback!r}){one}"]
+        else:  # masks stay bool, as the interpreter takes them
+            lines.append(f"expected = exact(*[v if v.dtype == bool else v.astype(np.float64) for v in inputs]){one}"
+                         "  # the graph in float64, never TVM's own run")
+        for k, o in enumerate(graph.outputs):
+            if o in ev.rounded:
+                name = "expected" if single else f"expected[{k}]"
+                lines.append(f"{name} = {rounded_expr(name, ev.rounded[o])}  # casts: each rounds once, correctly")
         runs = ["actual", "control"] + ["off"] * bool(mine)
         calls = ([f"got{one}", f"tried(got, FP32{', PASSES' if mine else ''}){one}"]
                  + [f"tried(got, DECLARED, []){one}"] * bool(mine))
@@ -562,21 +632,15 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                   f"got = run({on})",
                   f"{', '.join(runs)} = {', '.join(calls)}  # control: float32 internals"
                   + ("; off: without PASSES" if mine else "")]
-        # NaN and inf are answers where PyTorch's fp8 casts give them, and where the exact answer is TVM's own
-        # float64 run (triage12 b8948f55ce: a fully masked attention row is NaN there too): equal where both have them
-        agree = _has_fp8(graph) or not exact
-        lines += _compare(single, ["expected"] + runs, ([
-            "same = ((@actual.astype(np.float64) == @expected) | (np.isnan(@actual.astype(np.float64)) & "
-            "np.isnan(@expected))).ravel()  # NaN and inf agree",
-            "diff = np.where(same, 0.0, np.abs(@actual.astype(np.float64) - @expected).ravel())",
+        # NaN and inf are answers where the exact answer has them (PyTorch's fp8 casts, log of a negative): equal
+        # where both have them. The exact answer is never TVM's own run, so a NaN it shares is no agreement by fiat.
+        lines += _compare(single, ["expected"] + runs, [
+            "diff = np.where((@actual.astype(np.float64) == @expected) | (np.isnan(@actual.astype(np.float64)) & "
+            "np.isnan(@expected)), 0.0, np.abs(@actual.astype(np.float64) - @expected)).ravel()  # NaN and inf agree",
             "scale = np.maximum(np.nan_to_num(np.abs(@expected).ravel(), nan=0.0, posinf=0.0), "
             "np.sqrt(np.mean(np.square(@expected[np.isfinite(@expected)]))) if np.isfinite(@expected).any() else 0.0)",
-            "ulps = np.where(same, 0.0, np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) "
-            "- @bound[2]), nan=np.inf))  # in ULPs"] if agree else [
-            "diff = np.abs(@actual.astype(np.float64) - @expected).ravel()",
-            "scale = np.maximum(np.abs(@expected).ravel(), np.sqrt(np.mean(np.square(@expected))))",
             "ulps = np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) - @bound[2]), "
-            "nan=np.inf)  # in ULPs"]) + [
+            "nan=np.inf)  # in ULPs",
             "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
             "k = int(ulps.argmax())",
             "print(f\"@where[{k}]: expected {float(@expected.ravel()[k]):.6g}, got {float(@actual.ravel()[k]):.6g}; max error "

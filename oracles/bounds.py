@@ -14,7 +14,9 @@ ideal happened to be exact:
 
     ratio = max( max_err / (multiplier * max_ideal_err + slack),  rms_err / (multiplier * rms_ideal_err + slack) )
 
-and ratio > 1 is a finding. `ulp` and `bound_ratio` are self-contained: repro scripts paste their source.
+and ratio > 1 is a finding. A cast is no arithmetic: its ideal is one rounding, so `rounding_ratio` holds it to
+half an ULP of its target format against the correctly rounded value (error_stats' `rounded`).
+`ulp`, `bound_ratio` and `rounding_ratio` are self-contained: repro scripts paste their source.
 """
 
 from __future__ import annotations
@@ -76,6 +78,52 @@ def bound_ratio(actual, expected, ideals, dtype, multiplier=3.0, slack_ulps=2.0,
     return (float("inf") if mismatch else ratio), float(err[worst]), worst, mismatch
 
 
+def rounding_ratio(actual, rounded, dtype, allowed_ulps=0.5):
+    """(ratio, max error in ULPs, index of the worst element, non-finite mismatches) of `actual` against a single
+    rounding: `rounded` is the correctly rounded exact answer, and half an ULP of `dtype` is allowed.
+
+    A cast's ideal is one rounding, so any result past half an ULP of the target format (its subnormal spacing
+    near zero) is wrong. The ULP is taken at the smaller magnitude of the two values, so the neighbour below a
+    power of two is one whole ULP off, not half of the wider one.
+    """
+    a = np.asarray(actual, dtype=np.float64).ravel()
+    e = np.asarray(rounded, dtype=np.float64).ravel()
+    if a.shape != e.shape:
+        return float("inf"), float("inf"), -1, a.size
+    fin_e, fin_a = np.isfinite(e), np.isfinite(a)
+    mismatch = int(np.count_nonzero(fin_e != fin_a))
+    compared = fin_e & fin_a
+    if not compared.any():
+        return (float("inf") if mismatch else 0.0), 0.0, 0, mismatch
+    unit = ulp(np.where(compared, np.minimum(np.abs(a), np.abs(e)), 1.0), dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.where(compared, np.abs(a - e) / unit, 0.0)
+    worst = int(np.argmax(err))
+    return (float("inf") if mismatch else float(err[worst]) / allowed_ulps), float(err[worst]), worst, mismatch
+
+
+def nearest(actual: np.ndarray, candidates: np.ndarray | list[np.ndarray]) -> np.ndarray:
+    """Per element, the candidate reference nearest to `actual` (one array: itself); NaN candidates count as far."""
+    if not isinstance(candidates, (list, tuple)):
+        return np.asarray(candidates, dtype=np.float64)
+    a = np.asarray(actual, dtype=np.float64)
+    best = np.asarray(candidates[0], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        for c in candidates[1:]:
+            c = np.asarray(c, dtype=np.float64)
+            closer = np.nan_to_num(np.abs(a - c), nan=np.inf) < np.nan_to_num(np.abs(a - best), nan=np.inf)
+            best = np.where(closer | (np.isnan(a) & np.isnan(c)), c, best)
+    return best
+
+
+def computed_floor(magnitude: np.ndarray, dtype: str) -> np.ndarray:
+    """A magnitude an op passes through, computed in float32 (float64 for a float64 result), as a floor of the error
+    scale of a `dtype` result: an ULP of `dtype` at the floor is an ULP of the computing format at the magnitude."""
+    compute = 52 if dtype == "float64" else 23
+    mantissa = FLOAT_FORMATS[dtype].mantissa_bits if dtype in FLOAT_FORMATS else compute
+    return np.abs(np.asarray(magnitude, dtype=np.float64)) * 2.0 ** (min(mantissa, compute) - compute)
+
+
 def slack_ulps(dtype: str, budget: float = 0.0) -> float:
     """The bound's slack in ULPs of `dtype`, plus a relative error budget (documented approximate math) in those ULPs.
 
@@ -99,14 +147,23 @@ class ErrorStats:
 
 def error_stats(actual: np.ndarray, expected: np.ndarray, ideal: np.ndarray | list[np.ndarray], dtype: str,
                 multiplier: float = MULTIPLIER, slack_ulps: float = SLACK_ULPS,
-                floor: np.ndarray | None = None) -> ErrorStats:
+                floor: np.ndarray | None = None,
+                rounded: np.ndarray | list[np.ndarray] | None = None) -> ErrorStats:
     """Compare an executor's output with the reference under the bound; dtype is the declared output dtype.
 
     `ideal`: one ideal implementation's values or a list of several (their worst error sets the scale).
+    `rounded`: where the value's ideal is a single rounding (a cast), its correctly rounded value (or the values a cast
+    may return, fuzzer.dtypes.cast_results: the nearest counts): then that is the reference and half an ULP of a float
+    `dtype` is allowed (`rounding_ratio`), whatever the ideals lose.
     """
     ideals = list(ideal) if isinstance(ideal, (list, tuple)) else [ideal]
     out_dtype = dtype if dtype in FLOAT_NAMES else "float32"
-    ratio, max_ulp, worst, mismatch = bound_ratio(actual, expected, ideals, out_dtype, multiplier, slack_ulps, floor)
+    if rounded is not None and dtype in FLOAT_NAMES:
+        expected = nearest(actual, rounded)
+        ratio, max_ulp, worst, mismatch = rounding_ratio(actual, expected, dtype)
+    else:
+        ratio, max_ulp, worst, mismatch = bound_ratio(actual, expected, ideals, out_dtype, multiplier, slack_ulps,
+                                                      floor)
     a = np.asarray(actual, dtype=np.float64).ravel()
     e = np.asarray(expected, dtype=np.float64).ravel()
     with np.errstate(invalid="ignore"):

@@ -22,7 +22,7 @@ from .bounds import error_stats
 from .error_bounds import at_fault, node_signature
 from .errors import classify_error, message_key
 from .findings import Finding
-from .nodes import LIFTABLE, judge_nodes, lifted, rounded_inputs
+from .nodes import LIFTABLE, judge_nodes, lifted, node_stats, rounded_inputs
 from .precision import device_narrower
 from .subjects import Subject
 
@@ -72,7 +72,8 @@ def fails_above_subnormals(run: Run, v: Any, dtype: str) -> bool:
         out = run(sub, up)
         if not out.ok or not out.outputs:
             return False  # nothing to weigh: flushing stays the reading
-        st = error_stats(np.asarray(out.outputs[0], dtype=np.float64), exact, ideal_values(sub, up)[node], dtype)
+        st = node_stats(sub.node(node).op, np.asarray(out.outputs[0], dtype=np.float64), exact,
+                        ideal_values(sub, up)[node], dtype)
         return st.ratio > 1.0
     return False
 
@@ -119,7 +120,8 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
         return replace(finding, details={**finding.details, "localized": False})
     observed, device, _ = seen
     verdicts = judge_nodes(s.numeric, inputs, observed, device, s.approximate)
-    node = at_fault([(v.node, v.stats) for v in verdicts], nonfinite=finding.error_class == "nonfinite")
+    node = at_fault([(v.node, v.stats) for v in verdicts], nonfinite=finding.error_class == "nonfinite",
+                    flushed={v.node for v in verdicts if v.underflow})
     if node is None:
         notes.append(f"{s.name}: {finding.message} (no single node is out of bound on its own operands)")
         return None

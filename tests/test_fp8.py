@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -13,16 +14,17 @@ import pytest
 import torch
 
 from fuzzer.check import Checker
-from fuzzer.dtypes import FLOAT_FORMATS, FP8, past_fp8_range, round_to
+from fuzzer.dtypes import FLOAT_FORMATS, FP8, cast_results, past_fp8_range, round_to
 from fuzzer.executors import create
 from fuzzer.interpret import evaluate, ideal_values
-from fuzzer.ir import Case, Graph, Input, IRError, Node, infer, input_values
+from fuzzer.ir import Case, Graph, Input, IRError, Node, infer, input_values, load_case
 from fuzzer.isolation import ExecutorPool
 from fuzzer.ops.scaled import OUT_DTYPES
 from fuzzer.promotion import PromotionError, promote_types
-from oracles.bounds import error_stats, ulp
+from oracles.bounds import error_stats, rounding_ratio, ulp
 from oracles.bugs import bug_key, title
 from oracles.cast_semantics import CLASS, range_violation
+from oracles.error_bounds import single_rounding
 from oracles.findings import Finding
 from oracles.nodes import judge_nodes
 
@@ -507,3 +509,118 @@ def test_regression_the_legacy_bf16_numeric_graph_of_a_scaled_mm_keeps_float32_s
     typed = infer(numeric)  # raised IRError: scale_b must be a float32 tensor
     assert typed.values["s"].dtype == "bfloat16" and typed.values["mm"].kind == "tensor"
     assert [n.op for n in numeric.nodes].count("astype") == 2
+
+
+# ---------------------------------------------------------------- issue 33: a cast is a single rounding
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_a_single_rounding_allows_half_an_ulp_of_the_target_format_and_nothing_more() -> None:
+    """The correctly rounded value scores 0; its neighbour (a whole ULP, the subnormal spacing at zero, the finer
+    spacing below a power of two) scores 2, a finding's margin, whatever the arithmetic ideals would allow."""
+    x = np.array([0.0, 2.0**-9, 1.0, 100.0, 0.3])
+    rounded = round_to(x, E4)  # 0, 2**-9, 1, 96, 0.3125
+    assert rounding_ratio(rounded, rounded, E4)[0] == 0.0
+    for k, off in [(0, 2.0**-9), (1, -2.0**-9), (2, -2.0**-4), (3, 8.0), (4, 2.0**-5)]:
+        wrong = rounded.copy()
+        wrong[k] += off
+        assert rounding_ratio(wrong, rounded, E4)[:3] == (2.0, 1.0, k), (k, off)
+    st = error_stats(rounded + np.eye(5)[0] * 2.0**-7, x, [rounded], E4, rounded=rounded)
+    assert (st.ratio, st.max_abs) == (8.0, 2.0**-7)
+    assert error_stats(rounded + np.eye(5)[0] * 2.0**-7, x, [rounded], E4).ratio < 1.0  # the arithmetic bound
+
+
+def test_single_rounding_reference_follows_the_chain_of_casts_of_an_input() -> None:
+    """An output made by casts of an input alone is held to the casts' rounding (fp8 NaN past the range kept); one
+    with arithmetic on the way is not."""
+    graph = Graph((Input("x", (3,), "float32"),),
+                  (Node("q", "astype", ("x",), {"dtype": E4}), Node("y", "astype", ("q",), {"dtype": "float16"}),
+                   Node("z", "mul", ("y", 2.0), {}), Node("w", "astype", ("z",), {"dtype": "float32"})), ("y", "w"))
+    values = evaluate(graph, {"x": np.array([0.0029296875, 100.0, 500.0])}, rounded=False)
+    correct, as_pytorch = single_rounding(graph, "y", values)  # one rounding each; PyTorch's (float32 operands: same)
+    assert same(correct, [2.0**-8, 96.0, NAN]) and same(as_pytorch, [2.0**-8, 96.0, NAN])
+    assert single_rounding(graph, "w", values) is None and single_rounding(graph, "x", values) is None
+
+
+def test_regression_a_cast_is_judged_as_a_single_rounding_not_as_arithmetic(pool: ExecutorPool) -> None:
+    """issue 33: TVM's float32 -> float8_e4m3fn -> float32 turns 0.0 and 0.0029296875 into 0.0078125 (PyTorch and
+    torch_xla: 0.0 and 0.00390625) and check reported nothing: 100.0 ties to 96, and the arithmetic bound allowed 3x
+    that 4.0 everywhere. Held to half an ULP, TVM's float8 -> float32 cast is the bug (its float32 -> float8 flushes
+    0.0029 to 0, a coverage note at most, and yields to it); eager and torch_xla stay clean."""
+    case = load_case(FIXTURES / "tvm-fp8-round-trip-zero-issue33.json")
+    names = ["torch/eager", "xla/native", "tvm/default", "tvm/decompose"]
+    result = Checker(pool).check(case, names)
+    by = {f.executor: f for f in result.findings}
+    assert set(by) == {"tvm/default", "tvm/decompose"}, [f.message for f in result.findings]
+    for name in ("tvm/default", "tvm/decompose"):
+        f = by[name]
+        assert (f.kind, f.oracle, f.error_class, f.node, f.dtypes) == (
+            "backend-bug", "error-bound", "bound", "dq", ["float8_e4m3fn->float32"]), f.message
+    (tvm,) = result.outcomes["tvm/default"]
+    assert same(tvm.outputs[0][:2], [2.0**-7, 2.0**-7])
+    sets = input_values(case, 0)
+    exact, ideal = evaluate(case.graph, sets, rounded=False)["dq"], ideal_values(case.graph, sets)["dq"]
+    assert error_stats(tvm.outputs[0], exact, ideal, "float32").ratio < 1.0  # what the arithmetic bound said
+
+
+def test_regression_16_bit_and_fp8_round_trips_stay_clean_on_eager_and_xla(pool: ExecutorPool) -> None:
+    """Held to correct rounding, PyTorch's and torch_xla's casts float32 -> float16 / bfloat16 / float8_e5m2 (and
+    back, and float16 -> bfloat16) raise no alarm on normal, subnormal and out-of-range data."""
+    x = np.concatenate([np.random.default_rng(4).normal(0, s, 32) for s in (1.0, 1e-5, 3e4, 1e-40)])
+    nodes = [Node("h", "astype", ("x",), {"dtype": "float16"}), Node("hb", "astype", ("h",), {"dtype": "float32"}),
+             Node("b", "astype", ("x",), {"dtype": "bfloat16"}), Node("bb", "astype", ("b",), {"dtype": "float32"}),
+             Node("e", "astype", ("x",), {"dtype": E5}), Node("eb", "astype", ("e",), {"dtype": "float32"}),
+             Node("hbf", "astype", ("h",), {"dtype": "bfloat16"})]
+    graph = Graph((Input("x", (x.size,), "float32", init={"values": x.tolist()}),), tuple(nodes),
+                  ("hb", "bb", "eb", "hbf", "h", "b"))
+    result = Checker(pool).check(Case(graph), ["torch/eager", "xla/native"])
+    assert result.findings == [], [f.message for f in result.findings]
+    assert all(j.stats.ratio == 0.0 for js in result.judgements.values() for j in js)
+    # a float64 value just past a 16-bit tie: PyTorch's CPU cast (and torch_xla's) rounds it through float32, onto
+    # the tie and then to even, one ULP from the correctly rounded value: PyTorch's cast semantics, allowed too
+    ties = [1.0 + 2.0**-11 + 2.0**-40, 1.0 + 2.0**-8 + 2.0**-40, 0.5, 3.0]
+    assert [float(r[0]) for r in cast_results(np.array(ties[:1]), "float16")] == [1.0 + 2.0**-10, 1.0]
+    wide = Graph((Input("x", (4,), "float64", init={"values": ties}),),
+                 (Node("h", "astype", ("x",), {"dtype": "float16"}), Node("b", "astype", ("x",), {"dtype": "bfloat16"})),
+                 ("h", "b"))
+    result = Checker(pool).check(Case(wide), ["torch/eager", "xla/native", "tvm/default"])
+    assert result.findings == [], [f.message for f in result.findings]
+
+
+def test_regression_the_scripts_of_a_cast_finding_hold_the_cast_to_correct_rounding(pool: ExecutorPool,
+                                                                                    tmp_path) -> None:
+    """issue 33: the record of TVM's fp8 round trip must be confirmed by a script exiting 1 in a fresh process. Both
+    scripts restate the cast rule: the short one rounds its float64 answer through the casts and allows nothing else,
+    the full one pastes rounding_ratio. The short one exits 1 and is the record's repro; on values TVM casts right it
+    exits 0, as check reports nothing there."""
+    from fuzzer.artifacts import confirm_scripts, run_script, write_finding
+
+    case = load_case(FIXTURES / "tvm-fp8-round-trip-zero-issue33.json")
+    (f,) = Checker(pool).check(case, ["torch/eager", "tvm/default"]).findings
+    art = write_finding(tmp_path / "bug", case, f, {}, "test")
+    assert "SINGLE_ROUNDING = ['dq']" in art.repro_full.read_text()
+    assert "astype(ml_dtypes.float8_e4m3fn)" in art.repro.read_text()
+    shown = confirm_scripts(art)
+    assert shown.script == art.repro and shown.note.startswith("repro.py reproduces it"), shown.note
+    status, tail = run_script(art.repro_full)
+    assert status == 1 and "a cast off by more than half an ULP" in tail, tail
+    right = Case(Graph((Input("x", (6,), "float32", init={"values": [0.5, 0.3, 3.0, -0.25, 100.0, 448.0]}),),
+                       case.graph.nodes, case.graph.outputs))
+    assert Checker(pool).check(right, ["torch/eager", "tvm/default"]).findings == []
+    clean = write_finding(tmp_path / "clean", right, f, {}, "test")
+    assert run_script(clean.repro)[0] == 0
+
+
+def test_a_node_whose_error_flushing_explains_yields_to_a_later_node_with_an_error_of_its_own() -> None:
+    """issue 33: TVM's float32 -> e4m3fn flushes 0.0029 to 0 (flushing explains it), then its e4m3fn -> float32 turns
+    0 into 0.0078125: the later cast is the bug to file; a flushed node alone is still named (the underflow note)."""
+    from oracles.bounds import ErrorStats
+    from oracles.error_bounds import at_fault
+
+    flushed, wrong, fine = (ErrorStats(0.004, 2.0, 4.0, 1, 0), ErrorStats(0.008, 4.0, 8.0, 0, 0),
+                            ErrorStats(0.0, 0.0, 0.0, 0, 0))
+    assert at_fault([("q", flushed), ("dq", wrong)], flushed={"q"}) == "dq"
+    assert at_fault([("q", flushed), ("dq", wrong)]) == "q"
+    assert at_fault([("q", flushed), ("dq", fine)], flushed={"q"}) == "q"

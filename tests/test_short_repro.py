@@ -42,7 +42,8 @@ def run_alone(path: Path) -> subprocess.CompletedProcess:
 
 def standalone(text: str) -> None:
     imported = {line.split()[1].split(".")[0] for line in text.splitlines() if line.startswith(("import ", "from "))}
-    assert imported <= {"os,", "math,", "numpy", "ml_dtypes", "tvm", "torch", "torch_xla"}, imported
+    stdlib = {"typing", "contextvars"}  # what the pasted reference interpreter's functions use (annotations, a flag)
+    assert imported <= {"os,", "math,", "numpy", "ml_dtypes", "tvm", "torch", "torch_xla"} | stdlib, imported
     assert "fuzzer" not in text and "oracles" not in text and "precfuzz export" not in text
 
 
@@ -312,17 +313,61 @@ def test_regression_the_float32_control_of_a_policy_program_runs_its_casts_in_fl
     assert done.returncode in (0, 1) and "(float32 on the CPU)" in done.stdout, done.stdout + done.stderr[-2000:]
 
 
-def test_regression_a_nan_the_float64_module_gives_too_is_no_bug_of_the_short_tvm_script(tmp_path: Path) -> None:
-    """triage12 b8948f55ce: the short TVM script of a fully masked attention row compared TVM's NaN with the same
-    module run in float64, also NaN, and printed BUG REPRODUCED because NaN != NaN. Where the exact answer is TVM's
-    own float64 run, NaN and inf agree; the finding (PyTorch returns 0 there) stands on the full script."""
+def test_regression_the_short_tvm_script_takes_its_expected_value_from_an_independent_float64_reference(
+        tmp_path: Path) -> None:
+    """issue 33 (was test_regression_a_nan_the_float64_module_gives_too_is_no_bug_of_the_short_tvm_script, which
+    asserted exit 0 here): the short TVM script of a fully masked attention row took its expected value from TVM's own
+    module built in float64, which gives the same NaN, so it exited 0 while the bug was there (3 of 33 campaign
+    repros). The exact answer is now precfuzz's float64 reference interpreter pasted as code (PyTorch's 0 for such a
+    row, the answer check judges against), never the backend under test: TVM's NaN there exits 1, as check reports."""
     case = load_case(ROOT / "tests" / "fixtures" / "tvm-sdpa-fully-masked-b8948f55ce.json")
     f = Finding("error-bound", "tvm/default", ["scaled_dot_product_attention"], ["float32,float32,float32,bool->float32"],
                 "nonfinite", "m", node="attn")
     path, text = script_for(case, f, tmp_path)
-    assert "NaN and inf agree" in text
+    standalone(text)
+    assert "def reference(inputs, rounded, round_to):" in text and "float64'" not in text.split("def run(")[1]
     out = run_alone(path)
-    assert out.returncode == 0 and "expected nan, got nan" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 1 and "expected 0, got nan" in out.stdout, out.stdout + out.stderr
+
+
+def test_regression_a_finding_is_confirmed_by_a_script_that_exits_1_in_a_fresh_process(tmp_path: Path) -> None:
+    """issue 33: torch_xla runs a bfloat16 x float16 linear PyTorch refuses and narrows the float16 weight to bfloat16
+    inside the matmul; cast to float32 after it, the output has the promoted dtype, so the short script (dtypes only)
+    exits 0 while the bug is there. Confirmation runs the written scripts in fresh processes: repro.py exits 0, so the
+    full-oracle script, which exits 1, is the record's repro, and the note says so."""
+    from fuzzer.artifacts import REPRO_FULL, confirm_scripts, rewrite_report, write_finding
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(ROOT / "tests" / "fixtures" / "xla-linear-fp16-weight-narrowed-issue33.json")
+    with ExecutorPool(["torch/eager", "xla/native"], timeout=300.0) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/native"])
+    f = next(f for f in result.findings if f.executor == "xla/native")
+    assert (f.oracle, f.dtypes) == ("silent-downcast", ["bfloat16", "float16", "bfloat16"]), f.message
+    art = write_finding(tmp_path, case, f, {}, "test")
+    shown = confirm_scripts(art)
+    assert shown.script == art.repro_full and shown.ran, shown
+    assert shown.note.startswith("repro.py exits 0") and f"the record's repro is {REPRO_FULL}" in shown.note, shown.note
+    assert "BUG REPRODUCED" in shown.note.split("; the record's repro")[1]  # the full script's own verdict
+    before = art.report.read_text()
+    assert rewrite_report(tmp_path, case, f, {}, "test") == []  # the draft then inlines the full script
+    after = art.report.read_text()
+    assert "python repro.py" in before and "python repro_full.py" in after and "bound_ratio" in after
+
+
+def test_confirmation_names_no_script_where_none_exits_1(tmp_path: Path) -> None:
+    """A short script that exits 1 is the record's repro; where neither script exits 1 none is, and both exits are
+    said."""
+    from fuzzer.artifacts import Artifacts, confirm_scripts
+
+    for name, code in (("repro.py", 0), ("repro_full.py", 2)):
+        (tmp_path / name).write_text(f"import sys\nprint('ran {name}')\nsys.exit({code})\n")
+    shown = confirm_scripts(Artifacts(repro=tmp_path / "repro.py", repro_full=tmp_path / "repro_full.py"))
+    assert shown.script is None and shown.ran
+    assert "repro.py exits 0 (ran repro.py)" in shown.note and "repro_full.py exits 2" in shown.note, shown.note
+    (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
+    shown = confirm_scripts(Artifacts(repro=tmp_path / "repro.py", repro_full=tmp_path / "repro_full.py"))
+    assert shown.script == tmp_path / "repro.py" and shown.note.startswith("repro.py reproduces it"), shown
 
 
 def test_regression_a_precision_hazards_script_leaves_out_what_the_float32_model_gives_nan() -> None:

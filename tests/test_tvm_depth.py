@@ -340,7 +340,9 @@ def test_regression_a_frontend_raise_of_a_bias_meeting_a_float32_product_is_the_
 def test_regression_without_eager_under_test_what_pytorch_gets_as_wrong_is_no_tvm_bug() -> None:
     """triage13 b4377ff1d6 / ba0d982096: float32 group_norm of -1.3e31 (x * x overflows float32) is NaN in TVM and in
     PyTorch eager too; a TVM-only campaign does not test eager, so nothing weighed TVM's NaN against PyTorch's and it
-    was filed twice. The semantic oracle's own run of the program now is."""
+    was filed twice. The semantic oracle's own run of the program now is. Since issue 33 the values are not even
+    judged: x * x passes float32's range in the one-pass variance, a common float32 form, so no float32 kernel owes a
+    finite answer there (fuzzer.interpret.ideal_values); the note PyTorch's own NaN gave is no longer needed."""
     from fuzzer.ir import Case, Graph, Input, Node
 
     x = Input("x", (1, 4, 3), "float32", init={"dist": "constant", "value": -1.336e31})
@@ -348,7 +350,14 @@ def test_regression_without_eager_under_test_what_pytorch_gets_as_wrong_is_no_tv
     with ExecutorPool(["tvm/default"], timeout=600.0) as alone:
         result = Checker(alone).check(case)
     assert not [f for f in result.findings if f.executor == "tvm/default"], [f.message for f in result.findings]
-    assert any("as far off as PyTorch eager's own" in n and "not under test" in n for n in result.notes), result.notes
+    import numpy as np
+
+    from fuzzer.interpret import ideal_values
+    from fuzzer.ir import input_values
+
+    (judged,) = result.judgements["tvm/default"]
+    assert judged.stats.ratio == 0.0  # not compared: every ideal is NaN there
+    assert all(np.isnan(i).all() for i in ideal_values(case.graph, input_values(case, 0))["g"])
 
 
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker

@@ -20,7 +20,7 @@ from oracles.bugs import case_keys
 from oracles.findings import Finding
 from oracles.vocabulary import ExecutorName
 
-from ..artifacts import REPRO_FULL, run_script, write_finding
+from ..artifacts import REPRO_FULL, Artifacts, confirm_scripts, rewrite_report, write_finding
 from ..check import Checker
 from ..executors import ORACLE_EXECUTORS
 from ..ir import Case, IRError, case_options, input_values, load_case
@@ -100,16 +100,19 @@ class MinimizerLane:
                                                 **({"worst_nonfinite": result.worst_elements} if worst else {})})
             folder = self.c.store.root / "bugs" / bid
             executors = list(dict.fromkeys([*bug.executors, *same]))
-            art = write_finding(folder, case, finding, self.c.describe(finding.executor, pool),
-                                f"{self.c.cfg.command or 'precfuzz run'}  # bug {bid}", variant=variant,
-                                executors=executors)
+            describe = self.c.describe(finding.executor, pool)
+            command = f"{self.c.cfg.command or 'precfuzz run'}  # bug {bid}"
+            art = write_finding(folder, case, finding, describe, command, variant=variant, executors=executors)
             update["executors"] = executors
             update["reproduces_on"] = same
-            confirmed, how = self._confirm(art.repro, case, finding, pool)
+            confirmed, how, script = self._confirm(art, case, finding, pool)
+            if script is not None and script == art.repro_full and art.repro is not None:  # the draft inlines it
+                art.errors += rewrite_report(folder, case, finding, describe, command, variant, executors)
             rel = lambda p: str(Path(p).relative_to(self.c.store.root)) if p else None  # noqa: E731
-            update.update(minimized=True, confirmed=confirmed, note=how, title=art.title, repro=rel(art.repro),
+            lines = art.repro_lines if script == art.repro else len(Path(script).read_text().splitlines())
+            update.update(minimized=True, confirmed=confirmed, note=how, title=art.title, repro=rel(script),
                           repro_full=rel(art.repro_full), report=rel(art.report), case=rel(art.case),
-                          nodes=len(case.graph.nodes), repro_lines=art.repro_lines, ops=finding.ops,
+                          nodes=len(case.graph.nodes), repro_lines=lines, ops=finding.ops,
                           minimized_signature=finding.signature)
             if art.errors:
                 update["save_error"] = "; ".join(art.errors)
@@ -213,23 +216,39 @@ class MinimizerLane:
                 not np.array_equal(a, b, equal_nan=True) for a, b in zip(first[0].outputs or [], again[0].outputs or [])))
         return key, key.rsplit("|", 1)[-1], same, garbage
 
-    def _confirm(self, repro: Path | None, case: Case, finding: Finding, pool: ExecutorPool) -> tuple[bool, str]:
-        """Confirm a minimized bug in a fresh process: its repro.py exits 1, else a re-check on fresh workers."""
-        if repro is not None and self.c.cfg.verify_repros:
-            status, tail = run_script(repro)
-            if status == 1:
-                return True, f"repro.py reproduces it in a fresh process: {tail}"
-            why = f"repro.py exits {status} ({tail})"
-        else:
-            why = "repro.py was not run"
+    def _confirm(self, art: Artifacts, case: Case, finding: Finding,
+                 pool: ExecutorPool) -> tuple[bool, str, Path | None]:
+        """(confirmed, how, the record's repro) of a minimized bug: confirmed where a written script exits 1 in a fresh
+        process (repro.py, else repro_full.py, which then is the record's repro: artifacts.confirm_scripts). Only a
+        bug no script was run for (none renders, or verify_repros is off) is confirmed by a re-check on fresh workers.
+        """
+        if self.c.cfg.verify_repros and (art.repro or art.repro_full):
+            shown = confirm_scripts(art)
+            if shown.script is not None:
+                return True, shown.note, shown.script
+            fallback = art.repro_full or art.repro
+            why = f"{shown.note}; not confirmed: no script exits 1 (the record's repro is {Path(fallback).name})"
+            return False, why + self._recheck_says(case, finding, pool), fallback
+        why = "no script was run" if not self.c.cfg.verify_repros else "no script renders for it"
         target = Target.of(finding, case.graph)
         try:
             again = recheck(case, target, pool)
         except Exception as exc:  # noqa: BLE001
-            return False, f"{why}; the fresh re-check failed: {type(exc).__name__}: {exc}"
+            return False, f"{why}; the fresh re-check failed: {type(exc).__name__}: {exc}", art.repro or art.repro_full
+        script = art.repro or art.repro_full
         if again is not None:
-            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})"
-        return False, f"{why}; a re-check on fresh workers does not reproduce it"
+            return True, f"{why}; a re-check on fresh workers reproduces it (see {REPRO_FULL})", script
+        return False, f"{why}; a re-check on fresh workers does not reproduce it", script
+
+    @staticmethod
+    def _recheck_says(case: Case, finding: Finding, pool: ExecutorPool) -> str:
+        """What a re-check on fresh workers says of a bug whose scripts do not show it (the scripts', or the bug's,
+        fault)."""
+        try:
+            again = recheck(case, Target.of(finding, case.graph), pool)
+        except Exception as exc:  # noqa: BLE001
+            return f"; the fresh re-check failed: {type(exc).__name__}: {exc}"
+        return "; a re-check on fresh workers " + ("reproduces it" if again is not None else "does not reproduce it")
 
     def run(self, fuzzing_done: threading.Event) -> None:
         """Minimize new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""

@@ -534,7 +534,7 @@ OPS: list[OpSpec] = [
     OpSpec("astype", "cast", ("a",), {"dtype": None}, _infer_astype, astype,
            lambda c: f"{c.args[0]}.to(torch.{c.attrs['dtype']})", _relax_astype, iv.astype_rule,
            Example(_X.inputs, ("x",), {"dtype": OTHER_FLOAT}), attr_types={"dtype": DTYPE},
-           numpy=_np_astype,
+           numpy=_np_astype, tags=frozenset({"single-rounding"}),
            aten=A.overloads("_to_copy.default to.dtype to.dtype_layout to.device to.prim_dtype", _aten_to)
            | {"copy.default": _aten_copy}),
 ]

@@ -153,6 +153,39 @@ def normalize(x, mu, v, eps):
     return (x.astype(np.float64) * rstd + shift).astype(np.float32)
 
 
+def scale_shift_magnitude(op: str, operands: list[Any], attrs: dict[str, Any]) -> np.ndarray | None:
+    """max(|x|, |mean|) * rstd * |weight| per output element (None: an op that does not center its operand).
+
+    The size of the two terms a scale-and-shift kernel cancels (x * scale and mean * scale, its weight folded into
+    the scale as PyTorch's CPU kernels do): its float32 rounding error is an ULP or so there, whatever the result
+    (issue 33: a group_norm of one-element groups is exactly 0, and PyTorch's kernels leave an ULP of x * scale).
+    """
+    slot = lambda k: operands[k] if k < len(operands) else None  # noqa: E731
+    x = np.asarray(operands[0], dtype=np.float64)
+    eps, channel = float(attrs.get("eps", 1e-5)), (1, x.shape[1]) + (1,) * (x.ndim - 2) if x.ndim > 1 else ()
+    if op == "layer_norm":
+        shape = tuple(attrs["normalized_shape"])
+        g, axes, weight = x, tuple(range(x.ndim - len(shape), x.ndim)), slot(1)
+    elif op == "group_norm":
+        g, axes, shape, weight = x.reshape(x.shape[0], int(attrs["num_groups"]), -1), (2,), channel, slot(1)
+    elif op == "instance_norm":
+        g, axes, shape, weight = x, tuple(range(2, x.ndim)), channel, slot(1)
+    elif op == "batch_norm":
+        g, shape, weight = x, channel, slot(3)
+        axes = (0, *range(2, x.ndim)) if attrs.get("training") else ()
+    else:
+        return None
+    if axes:
+        mu, v = g.mean(axis=axes, keepdims=True), g.var(axis=axes, keepdims=True)
+    else:  # running statistics
+        mu, v = (np.reshape(np.asarray(slot(k), dtype=np.float64), shape) for k in (1, 2))
+    with np.errstate(all="ignore"):
+        m = (np.maximum(np.abs(g), np.abs(mu)) / np.sqrt(v + eps)).reshape(x.shape)
+        if weight is not None:
+            m = m * np.abs(np.reshape(np.asarray(weight, dtype=np.float64), shape))
+    return np.broadcast_to(m, x.shape)
+
+
 def layer_norm(x, weight=None, bias=None, normalized_shape=(), eps=1e-5, **_: Any) -> np.ndarray:
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape, then affine."""
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
