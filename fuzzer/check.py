@@ -240,7 +240,7 @@ class Checker:
         findings += crashes.judge(graph, outcomes) + hazards
         backward: dict[str, str] = {}
         if graph.wrt:
-            findings += self._gradients(subjects, eager, sets, ctx, notes, backward)
+            findings += self._gradients(subjects, eager, sets, ctx, notes, backward, findings)
         if culprits:
             findings = [self._attribute(f, case, ctx) if f.kind == "backend-bug" else f for f in findings]
         oracle_s = time.perf_counter() - t2
@@ -263,7 +263,8 @@ class Checker:
         return out
 
     def _gradients(self, subjects: list[Subject], eager: dict[str, list[Outcome]], sets: list[Values],
-                   ctx: CheckContext, notes: list[str], summary: dict[str, str]) -> list[Finding]:
+                   ctx: CheckContext, notes: list[str], summary: dict[str, str],
+                   forward: list[Finding]) -> list[Finding]:
         """The gradient oracles of a training case (oracles.gradients), per executor: status, then dtype, then bound;
         the float64 reference gradients computed once per numeric graph and input set. `summary` gets each
         executor's gradients in a word (the worst ratio to the bound, `raises`, or `-` where it took none)."""
@@ -286,7 +287,8 @@ class Checker:
                 summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
                 run = self._runner(ctx, s.name) if self.localize_faults else None
                 found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,
-                                        mine or None, notes)
+                                        mine or None, notes, any(f.executor == s.name and f.kind == "backend-bug"
+                                                                 for f in forward))
             out += found
         return out
 

@@ -119,7 +119,7 @@ def main():
         out = np.asarray(out, dtype=np.float64)
         declared, computed = OUTPUT_DTYPES[name], COMPUTED_DTYPES[name]
         ideals = [ideal[name], ideal32[name], perturbed[name], ideal32_one_pass[name]]
-        unit = computed if computed.startswith("float") else "float32"  # int and bool outputs: as precfuzz judges them
+        unit = computed if computed.startswith("float") else "float32"  # int and bool outputs: in float32 ULPs, as the oracle judges them
         if name in SINGLE_ROUNDING:  # casts of an input alone: correctly rounded, half an ULP (ideal: that rounding)
             want = np.asarray(ideal[name], dtype=np.float64)
             ratio, max_ulp, worst, mismatch = rounding_ratio(out, want, unit)

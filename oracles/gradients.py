@@ -107,13 +107,14 @@ def at_range_edge(graph: Graph, values: Values) -> bool:
 
 def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], refs: list[Reference | None],
           sets: list[Values], run: Run | None = None, eager: list[Outcome] | None = None,
-          notes: list[str] | None = None) -> list[Finding]:
+          notes: list[str] | None = None, forward_found: bool = False) -> list[Finding]:
     """The worst gradient out of bound (ratio >= MARGIN, non-finite, or over on two input sets), located by `run`.
 
     Not a finding: a gradient that PyTorch eager gets as wrong on the same program (`eager`, for a backend other than
     PyTorch: eager's own finding is the record, as for the forward pass), a non-finite gradient at the range's edge
     (at_range_edge), and, where `run` is given, one that no op's backward explains alone (the error grew from small
-    ones). What was dropped and why goes to `notes`."""
+    ones), and one whose op is out of bound in its own forward pass where the forward has a finding on this executor
+    (`forward_found`: that finding is the record). What was dropped and why goes to `notes`."""
     wrt = [numeric.input(name) for name in numeric.wrt]
     notes = notes if notes is not None else []
     judged = [j for j in judge(outcomes, refs, wrt)
@@ -149,14 +150,14 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
         return []
     node, node_stats, operand, forward_wrong = culprit
     ops, dtypes = node_signature(numeric, infer(numeric), node)
-    if forward_wrong:
+    if forward_wrong and forward_found:
         notes.append(f"{executor}: {msg}; {ops[0]} ({node}) is out of bound in its forward pass alone already: its "
                      "forward finding is the record")
         return []
     alone = ("has non-finite values" if node_stats.nonfinite_mismatch
              else f"is {node_stats.ratio:.3g}x the allowed error")
     said = (f"{ops[0]} backward ({node}): the gradient of its operand {operand} {alone} alone, fed exact operands and "
-            f"upstream gradient; {msg}")
+            f"upstream gradient{' (its forward alone is off too)' if forward_wrong else ''}; {msg}")
     return [replace(finding, ops=ops, dtypes=dtypes, node=node, message=said,
                     details={**finding.details, "located": True, "operand": operand})]
 

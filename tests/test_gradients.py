@@ -129,8 +129,10 @@ def test_a_float32_training_case_makes_no_gradient_finding_on_eager() -> None:
 
 def test_tvm_training_flow_layer_norm_backward_is_pinned_on_layer_norm() -> None:
     """issue 35: TVM's DecomposeOpsForTraining + Gradient on a float16 layer_norm of offset rows: its weight gradient
-    is tens of times past an ideal 16-bit backward (eager's fp16 kernel is ~8x), and the finding names layer_norm,
-    checked alone on exact operands and upstream gradient."""
+    is several times past an ideal 16-bit backward (4.6x here, eager's fp16 kernel under 1x, floored at the magnitude
+    the backward sums), and the finding names layer_norm,
+    checked alone on exact operands and upstream gradient. Its forward alone is off too (the seed bug), but the
+    case's loss is within 2x, so no forward finding holds it: the gradient's stands and says so."""
     from fuzzer.check import Checker
     from fuzzer.isolation import ExecutorPool
 
@@ -139,8 +141,70 @@ def test_tvm_training_flow_layer_norm_backward_is_pinned_on_layer_norm() -> None
         result = Checker(pool).check(case, ["tvm/train"])
     (f,) = [f for f in result.findings if f.executor == "tvm/train" and f.error_class.startswith("grad")]
     assert f.ops == ["layer_norm"] and f.node == "y" and f.details["located"]
-    assert f.details["grad"] in ("x", "w") and f.ratio > 10
+    assert f.details["grad"] in ("x", "w") and f.ratio > 3 and "its forward alone is off too" in f.message
     assert result.outcomes["tvm/train"][0].grad_dtypes == ["float16"] * 3
+
+
+def test_regression_a_gradient_whose_forward_is_already_wrong_is_left_to_the_forward_record() -> None:
+    """triage19 b0f0576cc4: XLA's float16 group_norm of a constant group is NaN in its forward pass; the NaN
+    gradient only carried it, and was filed as a backward bug. Where the forward has a finding on the executor, the
+    gradient is a note beside it (XLA:CPU picks its fp16 code by ISA: where its forward is right here, nothing to
+    check)."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(FIXTURES / "training-xla-group-norm-constant-fp16.json")
+    with ExecutorPool(["torch/eager", "xla/native"]) as pool:
+        result = Checker(pool).check(case, ["xla/native"])
+    forward = [f for f in result.findings if f.executor == "xla/native" and "grad" not in f.details]
+    if not forward:
+        pytest.skip("XLA's float16 group_norm forward is right on this CPU")
+    assert not [f for f in result.findings if f.executor == "xla/native" and "grad" in f.details]
+    assert any("its forward finding is the record" in n for n in result.notes), result.notes
+
+
+@pytest.mark.parametrize("values, why", [
+    ([[1e-39, -2e-39, 3e-39]], "subnormal"),  # bf16 subnormals, flushed by XLA's CPU code and bf16 GEMMs
+])
+def test_regression_a_flushed_subnormal_gradient_is_no_finding(values, why) -> None:
+    """triage19 ba2f5bb60f, bd86210ab6, b521ee6a3d, b2d3b5a110, bbe18d0ba5: gradients of subnormal values flushed
+    to zero were filed at 3x to 7e6x. The reference has a flush-to-zero ideal there."""
+    from fuzzer.gradients import reference
+
+    g = Graph((Input("x", (1, 3), "bfloat16", grad=True, init={"values": values}),
+               Input("w", (2, 3), "bfloat16", "param", grad=True, init={"dist": "constant", "value": 1.0})),
+              (Node("y", "linear", ("x", "w")), Node("loss", "sum", ("y",))), ("loss",))
+    vals = rounded_inputs(g, input_values(case_from_json(graph_to_json(g)), 0))
+    exact, ideals, floors = reference(g, vals)
+    flushed = ideals[-1]
+    assert len(ideals) == 3 and np.all(flushed[1] == 0.0)  # the flushing ideal's weight gradient is 0
+    from oracles.bounds import error_stats
+
+    assert error_stats(np.zeros_like(exact[1]), exact[1], [i[1] for i in ideals], "bfloat16",
+                       floor=np.asarray(floors[1])).ratio <= 1.0
+
+
+def test_regression_a_gradient_that_cancels_to_zero_is_judged_for_inf_and_nan_only() -> None:
+    """triage19 bc010f26db (sum(softmax): exact gradient 4e-16, XLA's 1e-3 judged 2e3x) and b1b1b0968a (attention over
+    equal keys): a gradient below half an ULP of the terms its backward sums is zero to the dtype's precision."""
+    from fuzzer.gradients import reference
+    from oracles.gradients import judge
+
+    # 64 scores a row: float32's softmax then sums to 1 within rounding, which estimates the terms' magnitude (with
+    # 8 it sums to exactly 1, the estimate is 0 and the gradient is judged at the dtype's smallest spacing: open)
+    g = Graph((Input("s", (2, 64), "float16", grad=True, init={"dist": "normal", "std": 3.0, "seed": 4}),),
+              (Node("p", "softmax", ("s",), {"dim": -1}), Node("loss", "sum", ("p",))), ("loss",))
+    vals = rounded_inputs(g, input_values(case_from_json(graph_to_json(g)), 0))
+    ref = reference(g, vals)
+    noisy = np.full((2, 64), 1e-4)  # what a float16 backward of a saved float16 softmax returns there
+    from fuzzer.outcome import ok
+
+    (j,) = judge([ok([np.zeros(())], ["float16"], grads=[noisy], grad_dtypes=["float16"])], [ref], list(g.inputs))
+    assert j.stats.ratio == 0.0
+    (bad,) = judge([ok([np.zeros(())], ["float16"], grads=[np.full((2, 64), np.nan)], grad_dtypes=["float16"])],
+                   [ref], list(g.inputs))
+    assert bad.stats.nonfinite_mismatch
 
 
 def test_a_single_op_training_graph_feeds_its_op_an_upstream_gradient() -> None:
