@@ -303,3 +303,17 @@ def test_regression_a_tvm_training_flow_raise_has_a_script_that_runs_gradient(tm
     done = run_alone(path)
     assert done.returncode in (0, 1) and "PyTorch autograd on the CPU" in done.stdout, done.stdout + done.stderr[-1500:]
     assert (done.returncode == 1) == ("TVM training flow raises" in done.stdout)
+
+
+def test_regression_the_cancellation_floor_of_huge_gradients_does_not_overflow() -> None:
+    """triage20: the float32 program's gradient of 3e38 against float64's squared to inf (a RuntimeWarning, and an
+    infinite floor would have judged nothing). The RMS is taken after scaling by the largest difference."""
+    import warnings
+
+    from fuzzer.gradients import cancellation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        floor = cancellation(np.array([3.0e38, -3.0e38, np.inf]), np.array([-3.0e38, 3.0e38, 1.0]))
+    assert np.isfinite(floor) and floor > 0
+    assert cancellation(np.zeros(3), np.zeros(3)) == 0.0
