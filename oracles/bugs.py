@@ -161,9 +161,10 @@ def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
         ops, family = "float8-conversion", "accuracy"  # see TVM_FP8_CONVERTING
     if finding.oracle == "silent-downcast":
         ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
-    if finding.oracle == "status-divergence" and finding.executor == "tvm/train" and len(finding.ops) > 1:
+    if finding.oracle == "status-divergence" and finding.executor == "tvm/train":
         ops = "*"  # TVM's training flow raising in Gradient for the whole module: the message says which rule
-        # (triage19: Gradient refusing bfloat16 parameters was filed 8 times, once per op list)
+        # (triage19: Gradient refusing bfloat16 parameters was filed 8 times, once per op list; triage20: twice, as
+        # `mean` and `mul` once localized)
     if finding.kind == "unsupported":
         ops = "*"  # a coverage gap (an op/dtype it cannot lower, flushing subnormals) is one per backend, class, dtype
     return "|".join([finding.kind, backend, ops, family, dtype_class(finding), variant])
