@@ -104,6 +104,8 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
     out.case = put(CASE, lambda p: save_case(case, p, force))
     if texts.repro is not None:
         out.repro = put(REPRO, lambda p: write_file(p, texts.repro, "python", executable=True, force=force))
+        if out.repro is not None:  # as written: the generated header is a line too (triage20: one short)
+            out.repro_lines = len(Path(out.repro).read_text(encoding="utf-8").splitlines())
     if texts.repro_full is not None:
         out.repro_full = put(REPRO_FULL, lambda p: write_file(p, texts.repro_full, "python", executable=True,
                                                               force=force))
