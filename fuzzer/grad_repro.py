@@ -27,7 +27,7 @@ from .executors.tvm_render import render_module
 from .gradients import program, reference
 from .identifiers import value_identifiers
 from .ir import Case, infer, input_values
-from .repro import _head, _input_lines
+from .repro import _castable, _head, _input_lines
 
 
 def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0) -> str:
@@ -37,10 +37,10 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     numeric = ex.numeric_graph(graph)
     name = finding.details["grad"]
     k = list(graph.wrt).index(name)
-    exact, ideals, floors = reference(numeric, rounded_inputs(numeric, input_values(case, set_index)))
+    exacts, ideals, floors = reference(numeric, rounded_inputs(numeric, input_values(case, set_index)))
     dtype = numeric.input(name).dtype
     fmt = FLOAT_FORMATS[dtype]
-    bound = (*allowed_ulps(exact[k], [ideal[k] for ideal in ideals], dtype, floor=floors[k]), fmt.mantissa_bits,
+    bound = (*allowed_ulps(exacts[k], [ideal[k] for ideal in ideals], dtype, floor=floors[k]), fmt.mantissa_bits,
              fmt.min_exponent, floors[k])
     tvm = isinstance(ex, TVMExecutor)
     ident = value_identifiers(graph)
@@ -60,20 +60,26 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
               f"and RMS error in ULPs (at each value's magnitude, floored at the RMS and at the magnitude of the terms "
               f"the backward sums): 3x an ideal 16-bit backward's + 2; a bug at {margin:g}x",
               f"WRT = {wrt!r}  # the inputs whose gradients the loss (the first output) is taken with respect to"]
-    exact = "graph" if want.replace("def exact(", "def graph(", 1) == fn and not tvm else "exact"
-    if exact == "exact":  # the program's casts keep float64 there; without casts the backend's text serves
+    same = control.replace("def program(", "def graph(", 1) == fn
+    prog = "graph" if same else "program"  # what eager runs as the control
+    base = fn if same else control
+    castable = None if tvm else _castable(policy, prog)
+    if not tvm and want.replace("def exact(", f"def {prog}(", 1) == base:  # no casts: the program's text serves
+        wanted = f"{prog}(*doubles)"
+    elif castable is not None:  # one text for the program and the exact answer (its casts keep float64 there)
+        base, wanted = castable, f"{prog}(*doubles, cast=lambda dtype: torch.float64)"
+    else:
         lines += want.splitlines()
+        wanted = "exact(*doubles)"
     if tvm:
         lines += render_module(policy, separate_outputs=True).splitlines()
     else:
-        lines += fn.splitlines() + ([] if control.replace("def program(", "def graph(", 1) == fn
-                                    else control.splitlines())
+        lines += base.splitlines() if same else fn.splitlines() + base.splitlines()
     lines += made
-    same = control.replace("def program(", "def graph(", 1) == fn
-    lines += _tvm_run(policy, names, k) if tvm else _torch_run(ex, names, k, "graph" if same else "program")
-    lines += _exact_lines(names, k, exact)  # after the backend's: a CPU backward first breaks torch_xla's autograd engine
+    lines += _tvm_run(policy, names, k) if tvm else _torch_run(ex, names, k, prog)
+    lines += _exact_lines(names, k, wanted)  # after the backend's: a CPU backward first breaks torch_xla's autograd engine
     if not tvm:
-        lines.append(f"control, _ = backward({'graph' if same else 'program'}, 'cpu', contextlib.nullcontext())")
+        lines.append(f"control, _ = backward({prog}, 'cpu', contextlib.nullcontext())")
     lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident, margin)
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
@@ -88,11 +94,11 @@ def _make(inp: Any, expr: str, policy: Any) -> str:
     return f"torch.tensor({expr}).to({TORCH_DTYPE[dtype]})"
 
 
-def _exact_lines(names: list[str], k: int, fn: str) -> list[str]:
-    """The exact gradient: the program (`fn`) in float64 on the CPU, PyTorch autograd."""
+def _exact_lines(names: list[str], k: int, call: str) -> list[str]:
+    """The exact gradient: the program in float64 on the CPU (`call`, on `doubles`), PyTorch autograd."""
     return ["doubles = [t.double().requires_grad_(n in WRT) if torch.is_tensor(t) and t.is_floating_point() else t "
             f"for t, n in zip(inputs, {names!r})]  # exact: float64 on the CPU",
-            f"want = torch.autograd.grad({fn}(*doubles)[0], [d for d, n in zip(doubles, "
+            f"want = torch.autograd.grad({call}[0], [d for d, n in zip(doubles, "
             f"{names!r}) if n in WRT])[{k}].numpy()"]
 
 
