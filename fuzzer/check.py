@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oracles import attribution, crashes, gradients, localize, precision_hazards, semantics
+from oracles import attribution, crashes, gradients, localize, precision_hazards, semantics, training_hazards
 from oracles.error_bounds import OutputJudgement, bound_findings, judge_outputs
 from oracles.errors import message_key
 from oracles.findings import Finding
@@ -401,6 +401,14 @@ class Checker:
             typed = infer(numeric)
             if typed.chain_breaks() or not any(v.dtype in LOW_PRECISION for v in typed.values.values()):
                 continue
+            stepped: set[str] = set()
+            for k, values in enumerate(sets):  # each optimizer step once, at the first input set losing its update
+                for loss in training_hazards.judge(numeric, rounded_inputs(numeric, values)):
+                    if loss.node not in stepped:
+                        stepped.add(loss.node)
+                        out.append(training_hazards.finding(name, ex.policy, numeric, loss, k))
+            if training_hazards.steps(numeric):
+                continue  # an optimizer step's output is judged by its update (above), not by the weight's value
             model32 = redeclare(numeric, LOW_PRECISION, "float32")
             for k, values in enumerate(sets):
                 lost = precision_hazards.judge(numeric, model32, rounded_inputs(numeric, values),

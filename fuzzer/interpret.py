@@ -40,6 +40,11 @@ def reference_functions(graph: Graph) -> str:
     return "\n".join(constants) + ("\n\n" if constants else "") + "\n\n".join(functions) + "\n"
 
 
+def inner_name(node_id: str) -> str:
+    """The `widen` entry keeping only the inside of a stepwise op in float32 (its result still rounds to its dtype)."""
+    return f"{node_id}#inside"
+
+
 def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str] = frozenset()) -> str:
     """`def reference(inputs, rounded, round_to)` returning every value of the graph in float64.
 
@@ -47,7 +52,8 @@ def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str
     anywhere else (only casts to integer truncate). rounded=True is the ideal mixed-precision
     implementation: each op computes exactly (fp32-or-better accumulation) from its operands cast to
     its compute dtype, and its result is rounded once to the op's declared output dtype. Nodes in `widen` round
-    a float16/bfloat16 result to float32 instead (precision hazards: that node alone kept in float32).
+    a float16/bfloat16 result to float32 instead (precision hazards: that node alone kept in float32); an
+    inner_name(node) entry keeps only a stepwise op's inside in float32 (training hazards: float32 optimizer state).
     """
     typed = infer(graph)
     ident = value_identifiers(graph)
@@ -72,8 +78,13 @@ def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str
             else:
                 args.append(f"round_to({literal(operand)}, {t.compute_dtype!r})" if convert else literal(operand))
         attrs = op_attrs(node)
-        call = f"{OPS[node.op].reference.__name__}({', '.join(args + [f'{k}={v!r}' for k, v in attrs.items()])})"
         info = t.value
+        kwargs = [f"{k}={v!r}" for k, v in attrs.items()]
+        if "stepwise" in OPS[node.op].tags:  # rounds inside: to the node's dtype (float32 where widened)
+            wide = node.id in widen or inner_name(node.id) in widen
+            inner = "float32" if wide and info.dtype in LOW_PRECISION else info.dtype
+            kwargs.append(f"stepwise=lambda v: rnd(v, {inner!r})")
+        call = f"{OPS[node.op].reference.__name__}({', '.join(args + kwargs)})"
         if is_cast(node.op) and info.dtype == "bool":
             call = f"np.not_equal({call}, 0)"
         elif is_cast(node.op) and not is_float(info.dtype):

@@ -29,6 +29,7 @@ from .reductions import reduce_stage, reduction_family, softmax_family, softmax_
 from .schedule import schedule_family, schedule_source
 from .shapes import seq_shape
 from .sources import activation_dtype, activation_input
+from .optimizer import optimizer_family
 from .training import training_family
 
 GENERATOR = "precfuzz-gen/7"  # bump when the same (seed, index) starts giving other cases
@@ -128,6 +129,7 @@ REAL_MODEL_FAMILIES = ("attention", "rope", "timestep", "lookup", "unet", "head"
 NAMED_ONLY: dict[str, tuple[int, Callable[[GraphBuilder], list[Val]]]] = {
     "training": (58, training_family),  # a block + a loss head + gradients (generators/training.py, issue 35): with
     # every forward family (weights 175 in all) a quarter of the draws, as `precfuzz run --train` asks
+    "optimizer": (25, optimizer_family),  # one optimizer step of a parameter tensor (generators/optimizer.py, issue 36)
 }
 ALL_FAMILIES = {**FAMILIES, **NAMED_ONLY}
 

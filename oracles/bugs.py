@@ -52,6 +52,7 @@ CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 # TVM converts float8 with one routine (FpToFp, the FP8 legalize on LLVM): an encode that wraps past the range, a
 # decode of zero or NaN codes, and a scaled_mm whose lowering decodes with it are one cause (triage11: 3 records)
 TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
+UPDATE_HAZARDS = ("update-lost", "update-nonfinite")  # oracles.training_hazards: an optimizer step's update lost
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
 
@@ -66,8 +67,8 @@ def error_family(finding: Finding) -> str:
         if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
         return "underflow" if finding.error_class == "underflow" else "accuracy"
-    if finding.oracle == "model-hazard" and finding.error_class == "precision":
-        return "precision"
+    if finding.oracle == "model-hazard" and finding.error_class in ("precision", *UPDATE_HAZARDS):
+        return finding.error_class
     if finding.oracle == "status-divergence" and finding.details.get("error_key"):
         return f"{finding.error_class}:{finding.details['error_key']}"  # one error message class, one cause
     return {"dtype-divergence": "dtype", "silent-downcast": "downcast", "model-hazard": "hazard",
@@ -247,6 +248,12 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 "backward-raises": f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"
+    if finding.kind == "model-hazard" and finding.error_class in UPDATE_HAZARDS:
+        d = finding.details
+        what = ("gives inf/NaN updates" if finding.error_class == "update-nonfinite"
+                else f"loses {float(d.get('loss', 0)):.0%} of its update")
+        return (f"Training hazard: {dc} {op} {what} under "
+                f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; {clip(str(d.get('fix', '')), 90)}")
     if finding.kind == "model-hazard" and finding.error_class == "precision":
         d = finding.details
         return (f"Precision hazard: {dc} {op} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "

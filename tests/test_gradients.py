@@ -258,13 +258,13 @@ def test_a_gradient_finding_is_its_own_record_and_its_title_names_the_op_and_the
     assert said.startswith("[torch_xla] float16 group_norm backward: the gradient of x is inf/nan"), said
 
 
-def test_train_draws_a_quarter_training_cases_and_a_default_draw_none() -> None:
+def test_train_draws_a_fifth_training_cases_a_tenth_optimizer_steps_and_a_default_draw_none() -> None:
     from fuzzer.commands.run import TRAINING_SHARE, with_training
     from generators.graphs import generate_case
 
     mix = with_training(None)
     assert abs(mix["training"] / sum(mix.values()) - TRAINING_SHARE) < 1e-3
-    assert with_training({"norm": 14.0}) == {"norm": 14.0, "training": round(14.0 / 3, 3)}
+    assert with_training({"norm": 14.0}) == {"norm": 14.0, "training": 4.0, "optimizer": 2.0}
     assert not any(generate_case(3, i).graph.wrt for i in range(40))  # the forward-only draw is as it was
     drawn = [generate_case(3, i, list(mix)) for i in range(80)]
     assert 8 <= sum(bool(c.graph.wrt) for c in drawn) <= 35

@@ -39,10 +39,10 @@ def test_every_op_record_is_complete() -> None:
 NO_NUMPY_FORM = {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
                  "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
                  "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate_nearest",
-                 "interpolate_linear", "scaled_dot_product_attention"}
+                 "interpolate_linear", "scaled_dot_product_attention", "sgd_step", "adam_step"}  # and optimizer steps
 
 
-def test_every_op_but_windows_resampling_and_attention_has_a_numpy_form_for_repro_scripts() -> None:
+def test_every_op_but_windows_resampling_attention_and_optimizer_steps_has_a_numpy_form_for_repro_scripts() -> None:
     """TVM repro scripts take the exact answer from numpy; windowed ops from the pasted reference interpreter."""
     assert {n for n, s in OPS.items() if s.numpy is None} == NO_NUMPY_FORM
 

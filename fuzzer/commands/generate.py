@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     """Write the cases and print the stats."""
     # submodules, not the package: an editable install made before generators/ had an __init__ maps it as a namespace
     from generators.coverage import coverage, reference_problem
-    from generators.graphs import FAMILIES, generate_case
+    from generators.graphs import ALL_FAMILIES, generate_case
 
     if args.count < 0 or args.start < 0:
         return fail("generate: --count and --start must be >= 0")
@@ -41,10 +41,10 @@ def run(args: argparse.Namespace) -> int:
         return fail("generate: give --out DIR, --stats, or both")
     families = [f.strip() for f in args.families.split(",") if f.strip()] if args.families is not None else None
     if families == []:  # like an empty --executors: not "every family"
-        return fail(f"generate: --families names no family (known: {', '.join(FAMILIES)})")
-    unknown = [f for f in families or () if f not in FAMILIES]
+        return fail(f"generate: --families names no family (known: {', '.join(ALL_FAMILIES)})")
+    unknown = [f for f in families or () if f not in ALL_FAMILIES]
     if unknown:
-        return fail(f"generate: unknown family {unknown[0]!r} (known: {', '.join(FAMILIES)})")
+        return fail(f"generate: unknown family {unknown[0]!r} (known: {', '.join(ALL_FAMILIES)})")
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not out.is_dir():
         return fail(f"generate: --out {out} exists and is not a directory")

@@ -76,8 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated generator families the cases come from, with their base weights "
                              "(default: all; a resume takes the same list again)")
     parser.add_argument("--train", action="store_true",
-                        help="training cases too: a quarter of the cases are a block, a loss head and the gradients "
-                             "of its inputs and parameters (family `training`), and tvm/train (TVM's training flow) "
+                        help="training cases too: a fifth of the cases are a block, a loss head and the gradients "
+                             "of its inputs and parameters (family `training`), a tenth one optimizer step (SGD, "
+                             "momentum, Adam, AdamW; family `optimizer`), and tvm/train (TVM's training flow) "
                              "joins the default executors; a resume takes it again")
     add_campaign_arguments(parser)
 
@@ -89,17 +90,22 @@ def _generate_among(names: list[str], seed: int, index: int, families: list[str]
     return generate_case(seed, index, families or names)
 
 
-TRAINING_SHARE = 0.25  # of the cases, under --train
+TRAINING_SHARE = 0.2  # of the cases, under --train: gradients of a block's loss (family `training`)
+OPTIMIZER_SHARE = 0.1  # and optimizer steps (family `optimizer`)
+TRAIN_FAMILIES = {"training": TRAINING_SHARE, "optimizer": OPTIMIZER_SHARE}
 
 
 def with_training(families: dict[str, float] | None) -> dict[str, float]:
-    """The family weights with `training` added at TRAINING_SHARE of the draws (every forward family when None)."""
+    """The family weights with `training` and `optimizer` added at their shares of the draws (every forward family
+    when None)."""
     from generators.graphs import FAMILIES
 
-    base = {k: v for k, v in (families or {f: float(w) for f, (w, _) in FAMILIES.items()}).items() if k != "training"}
+    base = {k: v for k, v in (families or {f: float(w) for f, (w, _) in FAMILIES.items()}).items()
+            if k not in TRAIN_FAMILIES}
     if not base:
-        return {"training": 1.0}
-    return {**base, "training": round(sum(base.values()) * TRAINING_SHARE / (1 - TRAINING_SHARE), 3)}
+        return {k: v / sum(TRAIN_FAMILIES.values()) for k, v in TRAIN_FAMILIES.items()}
+    rest = 1 - sum(TRAIN_FAMILIES.values())
+    return {**base, **{k: round(sum(base.values()) * share / rest, 3) for k, share in TRAIN_FAMILIES.items()}}
 
 
 def families_from(text: str | None) -> dict[str, float] | None:

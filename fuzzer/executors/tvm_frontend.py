@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, infer
+from ..ops import OPS
 from . import tvm_exec
 from .base import Executor, HarnessLimit
 from .torch_render import TORCH_DTYPE, render_function
@@ -98,6 +99,10 @@ class TVMFrontendExecutor(Executor):
         if tvm_exec.PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             namespace, vm, info = self._cache[key]
             return namespace, vm, {**info, "compiled": False}
+        steps = sorted({n.op for n in graph.nodes if OPS[n.op].family == "optim"})
+        if steps:  # torch.optim's functional step is not a module forward torch.export captures
+            raise HarnessLimit(f"tvm/frontend exports a module's forward; an optimizer step ({', '.join(steps)}) "
+                               "is run by TVM's relax.training.optimizer on tvm/default instead")
         namespace = self.namespace()
         exec(compile(render_frontend(graph), f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our render
         vm, info = self._compiler.compiled(namespace["import_module"]())

@@ -68,6 +68,12 @@ class _Lowering:
         self.lines.append(f"{name} = bb.emit({expr})")
         return name
 
+    def define(self, expr: str, hint: str) -> str:
+        """Bind a plain Python value (not a Relax binding: an optimizer, a function added to the module); its name."""
+        name = self.fresh(hint)
+        self.lines.append(f"{name} = {expr}")
+        return name
+
     def operand(self, operand: Any, dtype: str) -> str:
         """A graph operand as a Relax value of `dtype`: the variable, a (shared) cast of it, or a constant."""
         if not isinstance(operand, str):

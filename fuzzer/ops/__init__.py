@@ -10,6 +10,7 @@ from . import (
     linalg,
     masks,
     norms,
+    optim,
     pooling,
     reductions,
     resample,
@@ -19,7 +20,7 @@ from . import (
 from .base import TAGS, ChainBreak, IRError, OpSpec, Typed, ValueInfo, tagged, tensor
 
 FAMILIES = (elementwise, masks, constants, reductions, norms, linalg, shapes, indexing, pooling, resample, attention,
-            scaled)
+            scaled, optim)
 OPS: dict[str, OpSpec] = {op.name: op for family in FAMILIES for op in family.OPS}
 
 

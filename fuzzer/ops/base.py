@@ -223,11 +223,14 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #                      batch_norm): a 16-bit accuracy finding only that pass shows is TVM's 16-bit sum (oracles.bugs)
 #   single-rounding    its ideal is the exact result rounded once to its dtype (astype): judged correctly rounded, half
 #                      an ULP of the target format allowed (oracles.bounds.rounding_ratio), not by the arithmetic bound
+#   stepwise           its ideal rounds inside the op (an optimizer step: torch.optim rounds the state to the parameter's
+#                      dtype at every in-place op): the interpreter hands its reference `stepwise`, a rounding to the
+#                      node's dtype (identity for the exact answer)
 #   opmath-scalar      PyTorch's CPU kernel reads a 0-dim second operand at float precision (add, sub, mul, div:
 #                      TensorIterator's original scalar), so a 16-bit result is computed in float32 (TVM's program)
 TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla", "autocast-inner-xla",
         "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar",
-        "xla-batch-norm-training", "relax-fp8-astype", "relax-training-mean", "single-rounding")
+        "xla-batch-norm-training", "relax-fp8-astype", "relax-training-mean", "single-rounding", "stepwise")
 
 
 @dataclass(frozen=True)

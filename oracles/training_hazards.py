@@ -1,0 +1,128 @@
+"""Training precision hazards (issue 36): an optimizer step whose update the policy's own dtypes lose, on any backend.
+
+A step's output is the updated parameter, so the generic precision hazard (relative error of an output) cannot see a
+lost update: bfloat16 weights near 1 that do not move by lr = 1e-3 are within 0.1% of the right answer. The yardstick
+here is the update itself: the ideal step of the program's dtypes (the update rule as torch.optim writes it, each
+elementary result rounded once to the parameter's dtype: fuzzer.ops.optim) against the exact update of the same
+rounded inputs. Two hazards, each reported with the fix a trainer applies:
+
+- update-nonfinite: the ideal step is inf/NaN where the exact one is finite (float16 Adam whose eps = 1e-8 rounds to 0
+  in `denom.add_(eps)`, so a zero gradient gives 0/0); fix: eps representable in the dtype (>= 6e-8 in float16, 1e-4
+  as fp16 recipes use), fused=True (float32 math inside), or float32 optimizer state.
+- update-lost: at least UPDATE_LOSS of the update (RMS, relative) is lost. Either to the rounding of the parameter (an
+  update below half an ULP of the weight rounds away; fix: float32 master weights, the step in float32 and a 16-bit
+  copy for the forward, or on trn2 stochastic rounding, NEURON_RT_STOCHASTIC_ROUNDING_EN=1), or, where keeping the
+  step's inside in float32 gives back at least half of it, to the 16-bit optimizer state (a second moment g^2 that
+  underflows float16; fix: float32 state, fused=True).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fuzzer.dtypes import LOW_PRECISION, round_to
+from fuzzer.interpret import evaluate, inner_name
+from fuzzer.ir import Graph, infer, op_attrs
+from fuzzer.ops import OPS
+
+from .findings import Finding
+
+Values = dict[str, np.ndarray]
+UPDATE_LOSS = 0.5  # half of the update's RMS gone: the model trains at half its learning rate, or not at all
+FIX_LOST = ("keep float32 master weights (the parameter and optimizer state in float32, the step in float32, a "
+            "16-bit copy for the forward), or on trn2 enable stochastic rounding (NEURON_RT_STOCHASTIC_ROUNDING_EN=1)")
+
+
+@dataclass(frozen=True)
+class UpdateLoss:
+    """What one optimizer step of the program loses of its update."""
+
+    node: str
+    op: str
+    dtype: str
+    kind: str  # update-lost | update-nonfinite
+    lost: float  # relative RMS of the update lost (inf for update-nonfinite)
+    frozen: float  # share of the elements with a non-zero exact update whose parameter did not move at all
+    nonfinite: int  # elements inf/NaN in the ideal step where the exact one is finite
+    cause: str  # what rounds away (eps in the dtype; the update below half an ULP)
+    fix: str
+
+
+def steps(graph: Graph) -> list[str]:
+    """The optimizer-step nodes of a graph whose parameter is 16-bit."""
+    typed = infer(graph)
+    return [n.id for n in graph.nodes if OPS[n.op].family == "optim" and typed.values[n.id].dtype in LOW_PRECISION]
+
+
+def judge(graph: Graph, inputs: Values) -> list[UpdateLoss]:
+    """The update each 16-bit optimizer step of `graph` loses on dtype-rounded `inputs` (exact vs ideal)."""
+    wanted = steps(graph)
+    if not wanted:
+        return []
+    with np.errstate(all="ignore"):
+        exact = evaluate(graph, inputs, rounded=False)
+        ideal = evaluate(graph, inputs, rounded=True)
+    nodes = {n.id: n for n in graph.nodes}
+    out = []
+    for name in wanted:
+        node = nodes[name]
+        dtype = infer(graph).values[name].dtype
+        param = node.inputs[0]
+        p_exact, p_ideal = np.asarray(exact[param], np.float64), np.asarray(ideal[param], np.float64)
+        u = np.ravel(exact[name] - p_exact)
+        got = np.ravel(ideal[name] - p_ideal)
+        finite = np.isfinite(u)
+        bad = int(np.count_nonzero(finite & ~np.isfinite(got)))
+        if bad:
+            eps = op_attrs(node).get("eps")
+            cause = (f"eps={eps!r} rounds to {float(round_to(np.float64(eps), dtype))!r} in {dtype}, so "
+                     "`denom.add_(eps)` leaves 0 where the second moment is 0 (a zero gradient gives 0/0)"
+                     if eps is not None and float(round_to(np.float64(eps), dtype)) == 0 else
+                     f"an intermediate of the update overflows or divides by zero in {dtype}")
+            fix = ("use an eps the dtype represents (>= 6e-8 in float16; fp16 recipes use 1e-4), fused=True (float32 "
+                   "math inside the step), or float32 optimizer state" if node.op == "adam_step" else FIX_LOST)
+            out.append(UpdateLoss(name, node.op, dtype, "update-nonfinite", float("inf"), 0.0, bad, cause, fix))
+            continue
+        lost, frozen = _lost(u, got)
+        if not lost >= UPDATE_LOSS:
+            continue
+        with np.errstate(all="ignore"):  # the same step with its inside (state, intermediates) in float32
+            inside = evaluate(graph, inputs, rounded=True, widen=frozenset({inner_name(name)}))
+        with_state, _ = _lost(u, np.ravel(inside[name] - np.asarray(inside[param], np.float64)))
+        if with_state * 2 <= lost:  # the 16-bit state and intermediates lose it, not the weight's rounding
+            cause = (f"the {dtype} optimizer state and intermediates distort it ({with_state:.0%} lost with them in "
+                     f"float32, the weight still {dtype})")
+            fix = ("keep the optimizer state in float32 (fused=True computes the step in float32; or float32 master "
+                   "weights)")
+        else:
+            cause = (f"{frozen:.0%} of the weights do not move: their update is below half an ULP of {dtype} at the "
+                     "weight's magnitude")
+            fix = FIX_LOST
+        out.append(UpdateLoss(name, node.op, dtype, "update-lost", lost, frozen, 0, cause, fix))
+    return out
+
+
+def _lost(u: np.ndarray, got: np.ndarray) -> tuple[float, float]:
+    """(relative RMS of the exact update `u` lost in `got`, share of moving weights that did not move at all)."""
+    keep = np.isfinite(u) & np.isfinite(got)
+    norm = float(np.sqrt(np.mean(u[keep] ** 2))) if keep.any() else 0.0
+    if norm == 0.0:
+        return 0.0, 0.0
+    moving = keep & (u != 0)
+    frozen = float(np.mean(got[moving] == 0)) if moving.any() else 0.0
+    return float(np.sqrt(np.mean((got[keep] - u[keep]) ** 2))) / norm, frozen
+
+
+def finding(executor: str, policy: str, graph: Graph, loss: UpdateLoss, input_set: int) -> Finding:
+    """The model-hazard finding of a lost or non-finite update."""
+    what = ("gives inf/NaN updates" if loss.kind == "update-nonfinite" else f"loses {loss.lost:.0%} of its update "
+            f"(relative RMS against the exact step)")
+    message = (f"under {policy}, the {loss.dtype} optimizer step `{loss.node}` ({loss.op}) {what} with every op "
+               f"within its bound: {loss.cause}; fix: {loss.fix}")
+    ratio = loss.lost / UPDATE_LOSS if np.isfinite(loss.lost) else float("inf")
+    return Finding("model-hazard", executor, [loss.op], [loss.dtype], loss.kind, message, kind="model-hazard",
+                   ratio=ratio, input_set=input_set, output=loss.node, node=loss.node,
+                   details={"policy": policy, "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
+                            "fix": loss.fix, "cause": loss.cause})

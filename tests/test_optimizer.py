@@ -1,0 +1,175 @@
+"""Optimizer steps (issue 36): the update rules, their 16-bit ideal, TVM's optimizer, the training hazards."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from fuzzer.check import Checker
+from fuzzer.interpret import evaluate
+from fuzzer.ir import case_from_json, input_values
+from oracles.bugs import bug_key, title
+
+SHAPE = [4, 8]
+
+
+def step_case(op: str, dtype: str, attrs: dict, weights: dict, grad: dict, state: list[dict] | None = None,
+              master_of: str | None = None) -> dict:
+    """One optimizer step as a case: weight, grad, state inputs of `dtype`; with `master_of`, the float32 master's
+    step of a `master_of` gradient, and the 16-bit copy as a second output."""
+    def inp(name: str, init: dict, dt: str = dtype) -> dict:
+        return {"name": name, "shape": SHAPE, "dtype": dt, "role": "param", "kind": "tensor", "init": init}
+    names = {"sgd_step": ["momentum_buffer"], "adam_step": ["exp_avg", "exp_avg_sq"]}[op]
+    state = state if state is not None else [{"dist": "constant", "value": 0.0}] * len(names)
+    if op == "sgd_step" and not attrs.get("momentum"):
+        names, state = [], []
+    inputs = [inp("w", weights), inp("g", grad, master_of or dtype)] + [inp(n, s) for n, s in zip(names, state)]
+    nodes = []
+    g = "g"
+    if master_of:
+        nodes.append({"id": "g32", "op": "astype", "inputs": ["g"], "attrs": {"dtype": "float32"}})
+        g = "g32"
+    nodes.append({"id": "w_new", "op": op, "inputs": ["w", g, *names], "attrs": attrs})
+    outputs = ["w_new"]
+    if master_of:
+        nodes.append({"id": "w_model", "op": "astype", "inputs": ["w_new"], "attrs": {"dtype": master_of}})
+        outputs.append("w_model")
+    return {"format": "precfuzz-graph/1", "inputs": inputs, "nodes": nodes, "outputs": outputs}
+
+
+def torch_step(op: str, attrs: dict, tensors: list[torch.Tensor]) -> torch.Tensor:
+    """torch.optim's class-based step (the API users call) on clones: the updated parameter."""
+    p = tensors[0].clone().requires_grad_(False)
+    p = torch.nn.Parameter(p)
+    p.grad = tensors[1].clone()
+    if op == "sgd_step":
+        opt = torch.optim.SGD([p], lr=attrs["lr"], momentum=attrs.get("momentum", 0.0),
+                              weight_decay=attrs.get("weight_decay", 0.0), nesterov=attrs.get("nesterov", False))
+        if attrs.get("momentum"):
+            opt.state[p]["momentum_buffer"] = tensors[2].clone()
+    else:
+        cls = torch.optim.AdamW if attrs.get("decoupled") else torch.optim.Adam
+        opt = cls([p], lr=attrs["lr"], weight_decay=attrs.get("weight_decay", 0.0), eps=attrs.get("eps", 1e-8))
+        opt.state[p].update(step=torch.tensor(float(attrs.get("step", 1) - 1)), exp_avg=tensors[2].clone(),
+                            exp_avg_sq=tensors[3].clone())
+    opt.step()
+    return p.detach()
+
+
+RULES = [
+    ("sgd_step", {"lr": 0.1, "weight_decay": 0.01}),
+    ("sgd_step", {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.01}),
+    ("sgd_step", {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ("adam_step", {"lr": 1e-3, "weight_decay": 0.01, "step": 5}),
+    ("adam_step", {"lr": 1e-3, "weight_decay": 0.1, "decoupled": True, "step": 1}),
+]
+
+
+@pytest.mark.parametrize("op,attrs", RULES, ids=[f"{o}-{i}" for i, (o, _) in enumerate(RULES)])
+def test_the_exact_update_rule_is_torch_optims_in_float64(op: str, attrs: dict) -> None:
+    """The reference is the rule torch.optim.SGD / Adam / AdamW apply (the class API, float64): not a rule of our own."""
+    state = [{"dist": "normal", "std": 0.01, "seed": 3}, {"dist": "uniform", "low": 1e-5, "high": 1e-4, "seed": 4}]
+    case = case_from_json(step_case(op, "float32", attrs, {"dist": "normal", "std": 0.02, "seed": 1},
+                                    {"dist": "normal", "std": 0.01, "seed": 2}, state[:1] if op == "sgd_step" else state))
+    values = input_values(case, 0)
+    exact = evaluate(case.graph, values, rounded=False)["w_new"]
+    tensors = [torch.tensor(np.asarray(values[i.name], np.float64)) for i in case.graph.inputs]
+    np.testing.assert_allclose(exact, torch_step(op, attrs, tensors).numpy(), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("op,attrs", RULES, ids=[f"{o}-{i}" for i, (o, _) in enumerate(RULES)])
+def test_the_16bit_ideal_rounds_where_torch_optims_single_tensor_step_does(op: str, attrs: dict, dtype: str) -> None:
+    """The ideal of a 16-bit step (each elementary result rounded once to the parameter's dtype) is within two ULPs of
+    PyTorch's single-tensor step on the CPU (its vectorized 16-bit kernels round through float32 first, and a near-tie
+    at a binade edge is two of the smaller ULPs), well inside the bound's 2-ULP slack plus 3x the ideal's error:
+    eager is judged against the algorithm it runs, not a fused one."""
+    from oracles.bounds import ulp
+
+    state = [{"dist": "normal", "std": 0.01, "seed": 3}, {"dist": "uniform", "low": 1e-5, "high": 1e-4, "seed": 4}]
+    case = case_from_json(step_case(op, dtype, attrs, {"dist": "normal", "std": 0.02, "seed": 1},
+                                    {"dist": "normal", "std": 0.01, "seed": 2}, state[:1] if op == "sgd_step" else state))
+    values = input_values(case, 0)
+    ideal = evaluate(case.graph, values, rounded=True)["w_new"]
+    tdt = getattr(torch, dtype)
+    tensors = [torch.tensor(np.asarray(values[i.name], np.float64)).to(tdt) for i in case.graph.inputs]
+    got = torch_step(op, attrs, tensors).double().numpy()
+    unit = ulp(np.maximum(np.abs(got), np.abs(ideal)), dtype)
+    assert np.all(np.abs(got - ideal) <= 2 * unit), np.max(np.abs(got - ideal) / unit)
+
+
+@pytest.fixture(scope="module")
+def checker():
+    from fuzzer.isolation import ExecutorPool
+
+    pool = ExecutorPool(["torch/eager", "tvm/default"])
+    yield Checker(pool)
+    pool.close()
+
+
+def test_tvm_bf16_adamw_dropping_its_updates_is_a_tvm_bug(checker: Checker) -> None:
+    """TVM's relax.training.optimizer.Adam keeps beta2 = 0.999 as a bfloat16 constant (1.0): at step 1 the bias
+    correction 1 - beta2_prod is 0, v_hat is inf and no weight moves; PyTorch's bf16 step (Python-float scalars)
+    moves weights of std 0.02 by lr = 1e-3 (8 ULPs). Found by hand on TVM 0.27 while building the op."""
+    case = case_from_json(step_case("adam_step", "bfloat16", {"lr": 1e-3, "weight_decay": 0.01, "decoupled": True},
+                                    {"dist": "normal", "std": 0.02, "seed": 1},
+                                    {"dist": "normal", "std": 1e-3, "seed": 2}))
+    result = checker.check(case)
+    bugs = [f for f in result.findings if f.kind == "backend-bug"]
+    assert [(f.executor, f.ops) for f in bugs] == [("tvm/default", ["adam_step"])], result.findings
+    assert "adam_step" in bug_key(bugs[0]) and bugs[0].ratio > 2
+
+
+def test_bf16_adamw_of_weights_near_one_losing_its_update_is_a_training_hazard_and_master_weights_fix_it(
+        checker: Checker) -> None:
+    """bf16 AdamW with norm gains near 1 and lr 1e-4: every update is below half an ULP (eager and any backend alike):
+    a model hazard naming master weights; the same step on float32 master weights has none."""
+    gains, grad = {"dist": "normal", "mean": 1.0, "std": 0.01, "seed": 1}, {"dist": "normal", "std": 1e-3, "seed": 2}
+    attrs = {"lr": 1e-4, "weight_decay": 0.01, "decoupled": True}
+    result = checker.check(case_from_json(step_case("adam_step", "bfloat16", attrs, gains, grad)))
+    hazards = [f for f in result.findings if f.error_class == "update-lost"]
+    assert hazards and all(f.kind == "model-hazard" for f in hazards), result.findings
+    assert "master weights" in hazards[0].message and hazards[0].details["frozen"] > 0.5
+    assert title(hazards[0]).startswith("Training hazard: bfloat16 adam_step loses")
+    assert not [f for f in result.findings if f.kind == "backend-bug"]
+    fixed = checker.check(case_from_json(step_case("adam_step", "float32", attrs, gains, grad, master_of="bfloat16")))
+    assert not [f for f in fixed.findings if f.kind == "model-hazard"], fixed.findings
+
+
+def test_fp16_adam_whose_eps_rounds_to_zero_gives_a_nonfinite_update_hazard_not_a_pytorch_bug(checker: Checker) -> None:
+    """float16 Adam, eps 1e-8, zero gradients (unused embedding rows): `denom.add_(eps)` rounds to 0 and the step is
+    0/0 = NaN in eager's single-tensor path; the ideal of the program does the same, so it is the model's hazard."""
+    case = case_from_json(step_case("adam_step", "float16", {"lr": 1e-3, "impl": "single"},
+                                    {"dist": "normal", "std": 0.02, "seed": 1},
+                                    {"dist": "randint", "low": 0, "high": 2, "seed": 2}))
+    result = checker.check(case)
+    assert not np.all(np.isfinite(result.outcomes["torch/eager"][0].outputs[0]))
+    hazards = [f for f in result.findings if f.error_class == "update-nonfinite"]
+    assert hazards and "eps=1e-08 rounds to 0.0 in float16" in hazards[0].message, result.findings
+    assert not [f for f in result.findings if f.kind == "backend-bug" and f.executor == "torch/eager"]
+
+
+def test_tvm_frontend_declares_an_optimizer_step_a_harness_limit() -> None:
+    from fuzzer.executors import create
+    from fuzzer.executors.base import HarnessLimit
+
+    case = case_from_json(step_case("sgd_step", "float32", {"lr": 0.1}, {"dist": "normal", "seed": 1},
+                                    {"dist": "normal", "seed": 2}))
+    ex = create("tvm/frontend")
+    if ex.availability() is not None:
+        pytest.skip(ex.availability())
+    with pytest.raises(HarnessLimit, match="optimizer step"):
+        ex.prepare(case.graph)
+
+
+def test_optimizer_family_draws_every_optimizer_master_weights_and_gradient_source() -> None:
+    from generators.graphs import generate_case
+
+    drawn = [generate_case(11, i, ["optimizer"]) for i in range(60)]
+    ops = {n.op for c in drawn for n in c.graph.nodes}
+    assert {"sgd_step", "adam_step", "astype"} <= ops
+    kinds = {c.meta["detail"]["optimizer"]["kind"] for c in drawn}
+    assert kinds == {"sgd", "momentum", "adam", "adamw"}
+    assert {c.meta["detail"]["optimizer"]["master"] for c in drawn} == {True, False}
+    assert {c.meta["detail"]["optimizer"]["source"] for c in drawn} == {"direct", "sparse", "accumulated", "unscaled"}
