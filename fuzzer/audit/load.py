@@ -39,6 +39,11 @@ def split_target(target: str) -> tuple[Path, str]:
     return path, func
 
 
+def _module_name(path: Path) -> str:
+    """The name the model file is imported under (its loss() and optimizer() are read from it)."""
+    return f"precfuzz_audit_{abs(hash(str(path.resolve())))}"
+
+
 def load_model(path: Path, func: str, stage: Callable[[str], None] = lambda _: None) -> tuple[Any, tuple[Any, ...]]:
     """Import the file and call FUNC(); (module, example_args) or AuditInputError (one line).
 
@@ -46,7 +51,7 @@ def load_model(path: Path, func: str, stage: Callable[[str], None] = lambda _: N
     """
     import torch
 
-    name = f"precfuzz_audit_{abs(hash(str(path.resolve())))}"
+    name = _module_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise AuditInputError(f"{path}: cannot be imported")
@@ -123,7 +128,7 @@ def eager_error(module: Any, example: tuple[Any, ...]) -> str:
 
 
 def capture_isolated(path: Path, func: str, name: str, timeout: float,
-                     log: Callable[[str], None] = lambda _: None) -> Translation:
+                     log: Callable[[str], None] = lambda _: None, train: bool = False) -> Translation:
     """Import MODEL.py, call FUNC() and translate the module, in a forked child process; the Translation.
 
     The model is the user's code: it may end the process (os._exit, a crash, a signal) or never finish, which
@@ -136,12 +141,25 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
 
     def work(stage: Callable[[str], None]) -> Translation:
         module, example = load_model(path, func, stage)
+        spec, said = None, ""
+        if train:  # the model with its loss is what is captured; the optimizer's hyperparameters are read here
+            from .training import TrainingError, loss_module, optimizer_spec
+
+            hooks = sys.modules[_module_name(path)]
+            try:
+                spec, said = optimizer_spec(getattr(hooks, "optimizer", None), module, str(path))
+            except TrainingError as exc:
+                raise AuditInputError(str(exc)) from None
+            module = loss_module(module, getattr(hooks, "loss", None))
         stage("export")
-        log(f"exporting {path}:{func} with torch.export")
+        log(f"exporting {path}:{func}{' with its loss' if train else ''} with torch.export")
         tr = translate(module, example, str(path), name)
         tr.bf16, why = as_bfloat16(module, example, str(path), name)
         if why:
             tr.notes.append(why)
+        if spec is not None:
+            tr.optimizer = spec
+            tr.notes.append(said)
         stage("forward")  # after the export: whatever forward changes in the module, the case holds what was exported
         tr.eager_error = eager_error(module, example)
         return tr

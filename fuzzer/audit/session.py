@@ -211,3 +211,21 @@ def explored_bugs(ex: Explored, sources: dict[str, Any]) -> list[Bug]:
     """The explore round's new backend findings as verdict bugs (hazards of other dtypes are noted, not counted)."""
     return [Bug(sig.split("|")[1], sig.split("|")[0], "backend-bug", msg, None, "", "", "", sig)
             for sig, msg in ex.new.items() if msg.startswith("[backend-bug]")]
+
+
+def step_scenario(case: Case, spec: dict[str, Any], checker: Checker, names: list[str],
+                  log: Callable[[str], None]) -> Scenario:
+    """--train: one optimizer step of every trained parameter with its float64 gradient, on every executor that runs
+    a forward program (tvm/train takes gradients; the step is TVM's optimizer on the other pipelines)."""
+    from oracles.nodes import rounded_inputs
+
+    from ..gradients import reference
+    from ..ir import input_values
+    from .training import describe, step_case
+
+    values = rounded_inputs(case.graph, input_values(case, 0))
+    exact, _, _ = reference(case.graph, values)
+    step = step_case(case, dict(zip(case.graph.wrt, exact)), spec)
+    log(f"checking one {describe(spec)} step of {len(step.graph.nodes)} parameter tensor(s)")
+    label = f"optimizer step {describe(spec)}"
+    return scenario(label, checker.check(step, [n for n in names if n != "tvm/train"]), checker)

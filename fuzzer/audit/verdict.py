@@ -9,6 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from oracles.bugs import UPDATE_HAZARDS
 from oracles.findings import Finding
 from oracles.vocabulary import ExecutorName
 
@@ -49,6 +50,7 @@ class Cell:
     ratio: float | None = None
     bug: bool = False
     detail: str = ""
+    backward: str = ""  # --train: the gradients in a word (worst ratio to the bound, raises, non-finite)
 
 
 @dataclass
@@ -70,6 +72,7 @@ class Hazard:
     error: str
     caller_cast: bool = False  # the odd dtype is a model input itself: the caller owes the cast
     precision: float | None = None  # a precision hazard: the relative error the policy's ideal leaves on the outputs
+    update: str = ""  # a training hazard of the optimizer step (update-lost, update-nonfinite): node is the parameter
 
 
 @dataclass
@@ -158,7 +161,7 @@ def cells_of(sc: Scenario, bf16_module: bool) -> list[Cell]:
             status = "wrong dtype"
         bug = any(f.kind == "backend-bug" for f in mine)
         out.append(Cell(row_label(sc.policies[name], sc.label, bf16_module), backend_column(name), name, status,
-                        r["ratio"], bug, r["detail"]))
+                        r["ratio"], bug, r["detail"], res.backward.get(name, "")))
     for name, outs in res.eager.items():  # eager on the CPU under an XLA-only policy
         key = (sc.policies[name], "torch (cpu)")
         if key in covered or not outs:
@@ -200,10 +203,21 @@ def precision_hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf
                   precision=float(f.details.get("loss", 0.0)))
 
 
+def update_hazard_of(f: Finding, sc: Scenario, bf16_module: bool) -> Hazard:
+    """A training hazard of the optimizer step (--train): the parameter tensor whose update is lost, with its fix."""
+    row = row_label(sc.policies.get(f.executor, "declared"), sc.label, bf16_module)
+    param = f.node.removesuffix("_new")
+    return Hazard([row], [f.executor], param, f.ops[0] if f.ops else "?", "", "", "", f.dtypes[0] if f.dtypes else "?",
+                  f.dtypes[0] if f.dtypes else "?", [], [], str(f.details.get("fix", "")), f.message,
+                  precision=float(f.details.get("loss", 0.0)), update=f.error_class)
+
+
 def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module: bool) -> Hazard:
     """A model-hazard finding located in the user's code, with its one-line fix."""
     if f.error_class == "precision":
         return precision_hazard_of(f, sc, sources, bf16_module)
+    if f.error_class in UPDATE_HAZARDS:
+        return update_hazard_of(f, sc, bf16_module)
     graph = sc.policy_graphs[f.executor]
     typed = infer(graph)
     node = graph.node(f.node)
@@ -329,6 +343,8 @@ def _cell_text(c: Cell) -> str:
         text = f"runs {c.ratio:.2g}" if math.isfinite(c.ratio) else "runs inf"
     else:
         text = c.status
+    if c.backward and c.backward != "-":
+        text += f", grad {c.backward}"
     return text + (" BUG" if c.bug else "")
 
 
@@ -346,8 +362,8 @@ def table_text(cells: list[Cell]) -> str:
 def render(v: Verdict) -> str:
     """The human verdict."""
     out = [f"precfuzz audit: {v.model}", "", table_text(v.cells),
-           "  (runs R: max error / allowed error on the model's outputs, R <= 1 within the bound; raises: the "
-           "policy fails; BUG: a backend bug below)"]
+           "  (runs R: max error / allowed error on the model's outputs, R <= 1 within the bound; grad G: the same "
+           "for the gradients (--train); raises: the policy fails; BUG: a backend bug below)"]
     raised = [c for c in v.cells if c.detail]
     if raised:
         out.append("")
@@ -389,6 +405,11 @@ def render(v: Verdict) -> str:
 
 def _hazard_lines(h: Hazard) -> list[str]:
     module = f" [{h.module}]" if h.module else ""
+    if h.update:
+        what = ("gives inf/NaN updates" if h.update == "update-nonfinite"
+                else f"loses {h.precision:.0%} of its update (relative RMS against the exact step)")
+        return [f"  under {', '.join(h.rows)}: the {h.param_dtype} {h.op} of parameter `{h.node}` {what}, on every "
+                "backend, eager included", f"      fix: {h.fix}"]
     if h.precision is not None:
         return [f"  under {', '.join(h.rows)}: {h.op} `{h.node}`{module} at {h.where} `{h.code}`: its "
                 f"{h.activation_dtype} rounding leaves the model's outputs {h.precision:.3g} off (relative RMS error "

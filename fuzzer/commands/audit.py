@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..check import Checker
+from ..executors import create
 from ..ir import save_case
 from ..isolation import ExecutorPool
 from ..terminal import safe
@@ -57,6 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--minimize-budget", type=positive_seconds, default=60.0,
                         help="seconds to minimize each backend bug (at most 3 are minimized)")
     parser.add_argument("--no-minimize", action="store_true", help="report backend bugs without minimizing them")
+    parser.add_argument("--train", action="store_true",
+                        help="one training step too: the gradient of loss(output, *inputs) (defined in the file; "
+                             "default: mean of the squared output) for every parameter, on every policy and backend "
+                             "(TVM's training flow included), and the step of optimizer(params) (default: AdamW "
+                             "lr 1e-4) judged per parameter tensor (updates lost below half an ULP, non-finite steps)")
     add_force(parser, "an existing --save-case file or files under --out")
     parser.add_argument("--timeout", type=timeout_seconds, default=300.0,
                         help="seconds per executor call, and for importing, making and exporting the model "
@@ -76,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
                 raise UsageError(f"{option} is empty")
         path, func = split_target(args.model)
         names = select_executors(args.executors)
+        if args.train and args.executors is None and "tvm/train" not in names \
+                and create("tvm/train").availability() is None:
+            names.append("tvm/train")  # TVM's training flow (opt-in elsewhere) is what --train asks of TVM
         model = f"{path.stem}" + (f"-{func}" if func != "make" else "")
         out_dir = writable_dir(args.out or str(Path("results") / "audit" / model), "--out")
         save = writable_file(args.save_case, "--save-case", keep=(str(path),), force=args.force) \
@@ -86,7 +95,16 @@ def run(args: argparse.Namespace) -> int:
     with raised_on_termination(), ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
         pool.prime()  # the backends load while the model is imported and exported
         try:
-            tr = capture_isolated(path, func, model, args.timeout, log)
+            tr = capture_isolated(path, func, model, args.timeout, log, train=args.train)
+            if args.train:
+                from ..audit.training import TrainingError, with_gradients
+
+                try:
+                    tr.case = with_gradients(tr.case)
+                    if tr.bf16 is not None:
+                        tr.bf16.case = with_gradients(tr.bf16.case)
+                except TrainingError as exc:
+                    raise AuditInputError(f"{path}:{func}: {exc}") from None
         except AuditInputError as exc:
             return fail(str(exc))
         broken = tr.unexplained_eager_error()
@@ -99,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: Path, func: str, out_dir: Path,
            save: Path | None, log: Callable[[str], None], t0: float) -> int:
     """The audit of a captured model on `pool`: checks, minimization, exploration, the verdict printed."""
-    from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks
+    from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks, step_scenario
     from ..audit.verdict import build, render
 
     names = pool.names
@@ -112,6 +130,8 @@ def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: 
     command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
     checker = Checker(pool, side_by_side=True)
     scenarios = run_checks(tr.case, checker, names, log, tr.bf16)
+    if tr.optimizer is not None:
+        scenarios.append(step_scenario(tr.case, tr.optimizer, checker, names, log))
     verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
     if verdict.bugs and not args.no_minimize:
         minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)

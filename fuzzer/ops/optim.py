@@ -44,7 +44,6 @@ UNIT = AttrType("a number in [0, 1)", lambda v: isinstance(v, (int, float)) and 
 LR = AttrType("a finite number > 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
               and math.isfinite(v) and 0 < v <= 1e6)
 STEP = AttrType("an int in 1..1000000", lambda v: isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 10**6)
-Round = Callable[[Any], Any]
 
 
 def _same(v: Any) -> Any:
@@ -80,7 +79,7 @@ def _infer_step(what: str, slots: tuple[str, ...]) -> Callable[[list[ValueInfo |
 # ---- the update rules, in float64 (exact) or with `stepwise` rounding each elementary result (the ideal)
 
 def sgd_step(param, grad, momentum_buffer=None, lr=0.01, momentum=0.0, dampening=0.0, weight_decay=0.0,
-             nesterov=False, impl="single", stepwise: Round | None = None) -> np.ndarray:
+             nesterov=False, impl="single", stepwise=None) -> np.ndarray:
     """torch.optim.sgd's single-tensor step; the last add (param.add_(grad, alpha=-lr)) is rounded by the caller."""
     r = stepwise or _same
     p, g = np.asarray(param), np.asarray(grad)
@@ -93,7 +92,7 @@ def sgd_step(param, grad, momentum_buffer=None, lr=0.01, momentum=0.0, dampening
 
 
 def adam_step(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps, weight_decay, decoupled, step, impl,
-              stepwise: Round | None = None) -> np.ndarray:
+              stepwise=None) -> np.ndarray:
     """torch.optim.adam's single-tensor step number `step`; the last addcdiv is rounded by the caller."""
     r = stepwise or _same
     p, g, m, v = (np.asarray(a) for a in (param, grad, exp_avg, exp_avg_sq))
@@ -148,6 +147,7 @@ def _tvm_optimizer(c: RelaxCall, make: str, state: list[str], params: list[str])
     opt = low.define(make, f"{hint}_optimizer")
     low.lines.append(f"{opt}._set_params_and_dtype([{var}])")
     low.lines.append(f"{opt}.state = ()  # not read by get_function")
+    low.lines.append(f"{opt}.name = {hint + '_step'!r}  # its global symbol: one per step in the module")
     fn = low.define(f"bb.add_func({opt}.get_function(), {hint + '_step'!r})", f"{hint}_fn")
     call = low.emit(f"R.Call({fn}, [R.Tuple([{', '.join(params)}]), R.Tuple([{c.arg(1)}]), "
                     f"R.Tuple([{', '.join(state)}])])", f"{hint}_call")

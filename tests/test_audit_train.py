@@ -1,0 +1,87 @@
+"""`precfuzz audit MODEL.py --train` (issue 36): gradients of the model's loss and its optimizer step, judged."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = '''import torch
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, d=32):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return x + self.fc(torch.relu(self.norm(x)))
+
+
+def make():
+    torch.manual_seed(0)
+    return Block(), (torch.randn(2, 4, 32),)
+'''
+
+
+def _audit(*args: str) -> tuple[int, str, str]:
+    done = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_audit_train_reports_bf16_adamw_dropping_the_layernorm_gains_update_with_the_fix(tmp_path: Path) -> None:
+    """The hand-found hazard of the issue: bf16 AdamW (lr 1e-4) of LayerNorm gains near 1 applies none of its
+    updates; `audit --train` names the parameter tensor and master weights as the fix, and shows the gradients."""
+    model = tmp_path / "block.py"
+    model.write_text(BLOCK)
+    code, out, err = _audit(str(model), "--train", "--executors", "torch/eager,xla/bf16-model", "--json",
+                            "--no-minimize", "--out", str(tmp_path / "out"))
+    assert code == 1, err[-2000:]
+    verdict = json.loads(out)
+    lost = [h for h in verdict["hazards"] if h["update"] == "update-lost"]
+    assert [h["node"] for h in lost] == ["model.norm.weight"], verdict["hazards"]
+    assert "master weights" in lost[0]["fix"] and lost[0]["param_dtype"] == "bfloat16"
+    assert any(c["backward"] not in ("", "-") for c in verdict["table"]), verdict["table"]
+    assert "optimizer: AdamW(lr=1e-4) (the default" in " ".join(verdict["notes"])
+
+
+def test_audit_train_takes_the_files_loss_and_optimizer(tmp_path: Path) -> None:
+    """A model file defining loss(output, *inputs) and optimizer(params): the loss is what is differentiated (the
+    captured graph's output is its value) and the step is the file's SGD with momentum."""
+    model = tmp_path / "own.py"
+    model.write_text(BLOCK + '''
+
+def loss(out, x):
+    return torch.nn.functional.l1_loss(out, x)
+
+
+def optimizer(params):
+    return torch.optim.SGD(params, lr=0.05, momentum=0.9)
+''')
+    code, out, err = _audit(str(model), "--train", "--executors", "torch/eager", "--json", "--no-minimize",
+                            "--out", str(tmp_path / "out"))
+    assert code in (0, 1), err[-2000:]
+    verdict = json.loads(out)
+    assert "optimizer: SGD(lr=0.05, weight_decay=0.0, momentum=0.9, nesterov=False)" in verdict["notes"]
+    assert any("optimizer step SGD(lr=0.05)" in c["row"] for c in verdict["table"])
+
+
+def test_audit_train_refuses_a_loss_that_is_not_a_scalar_in_one_line(tmp_path: Path) -> None:
+    model = tmp_path / "bad.py"
+    model.write_text(BLOCK + "\n\ndef loss(out, x):\n    return out * 2\n")
+    code, out, err = _audit(str(model), "--train", "--executors", "torch/eager")
+    assert code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith("precfuzz: error: ") and "0-dim" in err, err[-1000:]
+
+
+def test_audit_train_refuses_an_optimizer_that_raises_in_one_line(tmp_path: Path) -> None:
+    model = tmp_path / "badopt.py"
+    model.write_text(BLOCK + "\n\ndef optimizer(params):\n    raise RuntimeError('no optimizer today')\n")
+    code, out, err = _audit(str(model), "--train", "--executors", "torch/eager")
+    assert code == 2 and "Traceback" not in err
+    assert "optimizer(params) raised RuntimeError: no optimizer today" in err.strip().splitlines()[-1], err[-1000:]
