@@ -308,7 +308,7 @@ def build(model: str, scenarios: list[Scenario], sources: dict[str, Source], not
         cells += cells_of(sc, bf16)
         lines = sc.sources if sc.sources is not None else sources
         for f in sc.result.findings:
-            key = f"{sc.label}|{f.signature}"
+            key = f"{sc.label}|{f.signature}" + (f"|{f.node}" if f.error_class in UPDATE_HAZARDS else "")  # per tensor
             if key in seen:
                 continue
             seen.add(key)
