@@ -756,7 +756,7 @@ def int_case(values: list, dtype: str, op: str = "add", literal_=1, shape=None) 
 
 def index_case(op: str, index: list[int]) -> dict:
     ins = [tensor("t", [4, 3]), tensor("i", [len(index)], "int64", init={"values": index})]
-    nd = {"embedding": [node("y", "embedding", "i", "t")],
+    nd = {"embedding": [node("y", "embedding", "t", "i")],
           "index_select": [node("y", "index_select", "t", "i", dim=0)],
           "gather": [node("y", "gather", "t", "j", dim=0)]}[op]
     if op == "gather":
@@ -932,7 +932,8 @@ def fresh_inputs() -> list[Input]:
     # --- integers: other widths refused; overflow wraps as PyTorch does (no false bug); indices out of range
     for dt in ("int8", "uint8", "int16", "uint32"):
         chk(f"int-dtype-{dt}", int_case([127, 1], dt))
-    chk("int64-add-wraps", int_case([2**63 - 1, 5], "int64"), expect=(0,))
+    chk("int64-add-wraps", int_case([2**63 - 1, 5], "int64"), expect=(2,),
+        note="int64's max is not held exactly (values are float64): refused in one line (wraparound: int64-mul-wraps)")
     chk("int64-mul-wraps", int_case([2**62, -2**62], "int64", "mul", 4), expect=(0,))
     chk("int32-sum-overflow", int_case([2**31 - 1, 2**31 - 1, 7], "int32", "sum", None), expect=(0,))
     chk("int32-cumsum-overflow", case(inputs=[tensor("x", [3], "int32", init={"values": [2**31 - 1, 2**31 - 1, 3]})],
@@ -949,13 +950,17 @@ def fresh_inputs() -> list[Input]:
         chk(f"index-out-of-range-{op_}-{idx[-1] if idx[0] == 0 else idx[0]}", index_case(op_, idx), expect=(0, 1, 2))
     for id_, body in {"bool": case(nodes=[node("y", "gt", "x", 0.0)]),
                       "fp8": case(nodes=[node("y", "astype", "x", dtype="float8_e5m2")]),
-                      "int64-wrap": int_case([2**63 - 1, 1], "int64")}.items():
+                      "int64-wrap": int_case([2**63 - 1, 1], "int64"),
+                      "int64-mul-wrap": int_case([2**52, -3], "int64", "mul", 4096)}.items():
         for full in (True, False):
             flags = ["--full"] if full else []
             out.append(Input(f"export-{id_}-output{'-full' if full else ''}", "export",
                              ["bash", "-c", f"{shlex.join(pc('export', 'c.json', '--executor', 'torch/eager', *flags, '--out', 'r.py'))}"
                                             f" && {script}"],
-                             write("c.json", body), expect=(0,), precious=("c.json",), check=script_ran(), timeout=200))
+                             write("c.json", body), expect=(2,) if id_ == "int64-wrap" else (0,), precious=("c.json",),
+                             check=script_ran(), timeout=200,
+                             note="int64's max is not held exactly (values are float64): refused in one line"
+                             if id_ == "int64-wrap" else ""))
 
     # --- terminal escapes in what a case, a flag or a file name carries
     chk("escape-meta-title", case(meta={"title": ESC, "note": ESC}), expect=ok_check)
@@ -975,7 +980,7 @@ def fresh_inputs() -> list[Input]:
                      write("c.json", case(inputs=[tensor("x" + ESC, [4]), tensor("fault", [1], init={"dist": "constant", "value": 5.0})],
                                           nodes=[node("y" + ESC, "mul", "x" + ESC, "fault")], outputs=("y" + ESC,))),
                      expect=(0, 1), precious=("c.json",), check=no_escapes, timeout=200))
-    out.append(Input("escape-bug-id-resume", "run", pc(*CAMP[:-1], "20"),
+    out.append(Input("escape-bug-id-resume", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
                      damage(lambda d: (d / "camp" / "bugs.jsonl").write_text("".join(
                          json.dumps({**json.loads(line), "bug": json.loads(line)["bug"] + ESC}) + "\n"
                          for line in (d / "camp" / "bugs.jsonl").read_text().splitlines()))),
@@ -985,21 +990,21 @@ def fresh_inputs() -> list[Input]:
                          json.dumps({**json.loads(line), "bug": json.loads(line)["bug"] + ESC, "title": ESC}) + "\n"
                          for line in (d / "camp" / "bugs.jsonl").read_text().splitlines()))),
                      expect=(0, 2), check=no_escapes, timeout=400))
-    out.append(Input("escape-state-executor-resume", "run", pc(*CAMP[:-1], "20"),
+    out.append(Input("escape-state-executor-resume", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
                      damage(renamed_executors(["debug/faults" + ESC])), expect=(0, 2), check=no_escapes, timeout=400))
 
     # --- resume with renamed or removed executors
-    out.append(Input("resume-executor-renamed-told-keep", "run", pc(*CAMP[:-1], "20"),
+    out.append(Input("resume-executor-renamed-told-keep", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
                      damage(renamed_executors(["debug/faults", "gone/renamed"])), expect=(0,), check=state_matches_rows,
                      timeout=400))
-    out.append(Input("resume-executor-all-removed-told-keep", "run", pc(*CAMP[:-1], "20"),
+    out.append(Input("resume-executor-all-removed-told-keep", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
                      damage(renamed_executors(["gone/a", "gone/b"])), expect=(0, 2), check=state_matches_rows, timeout=400))
     out.append(Input("resume-executor-removed-not-told", "run", pc("run", "--out", "camp", "--no-seeds", "--no-minimize",
-                                                                   "--max-tests", "20"),
+                                                                   "--max-tests", "20", "--seed", "3"),
                      damage(renamed_executors(["debug/faults", "gone/renamed"])), expect=(0, 2), timeout=400))
-    out.append(Input("resume-executors-not-a-list", "run", pc(*CAMP[:-1], "20"),
+    out.append(Input("resume-executors-not-a-list", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
                      damage(renamed_executors("debug/faults")), expect=(0, 2), check=state_matches_rows, timeout=400))
-    out.append(Input("resume-executors-payload", "run", pc(*CAMP[:-1], "20"),
+    out.append(Input("resume-executors-payload", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
                      damage(renamed_executors([PAYLOAD])), expect=(0, 2), check=no_file(SENTINEL), timeout=400))
 
     # --- smoke reruns over user files in nested folders and links that point outside
@@ -1052,7 +1057,9 @@ def fresh_inputs() -> list[Input]:
                      write("z/m.py", FORK_MODELS["session-hopper"]), expect=(0, 1), timeout=300, orphans=True))
     out.append(Input("check-sigint-costly", "check",
                      ["bash", "-c", f"set -m; {shlex.join(pc('check', 'c.json', *EAGER))} & p=$!; sleep 6; kill -INT $p; wait $p"],
-                     write("c.json", costly("bmm")), expect=tuple(range(0, 256)), deadline=25, timeout=300, orphans=True))
+                     write("c.json", case(inputs=[tensor("a", [2048, 2048], "float16"), tensor("b", [2048, 4096], "float16")],
+                                          nodes=[node("y", "matmul", "a", "b")])),  # at the multiply-add cap: runs
+                     expect=tuple(range(0, 256)), deadline=25, timeout=300, orphans=True))
     return out
 
 
@@ -1168,6 +1175,11 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated groups (default: all)")
     parser.add_argument("--ids", help="comma-separated input ids (default: all of the groups)")
     args = parser.parse_args()
+    # run from a background job of a non-interactive shell (nohup ... &), this process inherits SIGINT and SIGQUIT
+    # ignored, and so would every precfuzz it starts (an ignored SIGINT stays ignored across exec): give the
+    # children the disposition a terminal's Ctrl-C meets
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     groups = args.only.split(",") if args.only else list(GROUPS)
     inputs = [i for g in groups for i in GROUPS[g]()]
     if args.ids:
