@@ -162,6 +162,9 @@ def check_exact_ints(values: Any, dtype: str) -> None:
         if isinstance(v, (list, tuple)):
             stack.extend(v)
         elif isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > MAX_EXACT_INT:
+            info = np.iinfo(np.dtype(dtype))
+            if not info.min <= int(v) <= info.max:  # judged on the int itself, not its float64 (-2**63 - 1)
+                raise ValueSpecError(f"values beyond {dtype}'s range {info.min}..{info.max} (got {int(v)})")
             raise ValueSpecError(f"{dtype} value {int(v)} is beyond +-2**53: precfuzz holds values as float64, which "
                                  f"would make it {float(v):.17g}; give values within +-{MAX_EXACT_INT}")
 
