@@ -47,6 +47,8 @@ class Input:
     check: Check | None = None  # a further check: None when fine, else the problem
     timeout: float = 300.0
     note: str = ""
+    deadline: float | None = None  # the limit the input states (plus a few seconds): it must end within this
+    orphans: bool = False  # also: no process left with its working directory in the input's folder
 
 
 @dataclass
@@ -632,9 +634,444 @@ def misc_inputs() -> list[Input]:
     ]
 
 
+# ---------------------------------------------------------------- round five (issue 38's Done-when): a fresh pass
+
+ORPHAN_MARK = "hostile5-orphan"  # in the argv of every process a round-five model starts
+
+
+def orphans_in(d: Path) -> list[int]:
+    """Processes (not this one) still running with their working directory under d, or carrying ORPHAN_MARK; each
+    is ended (SIGKILL) after it is counted, so the next input starts clean."""
+    time.sleep(1.0)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = next((line for line in (entry / "status").read_text().splitlines() if line.startswith("State:")), "")
+        except OSError:
+            continue
+        if "Z" in state.split(":", 1)[-1][:3]:
+            continue  # a zombie is already gone
+        if cwd == str(d) or cwd.startswith(str(d) + os.sep) or ORPHAN_MARK in argv:
+            found.append(int(entry.name))
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
+def no_escapes(d: Path, p: subprocess.CompletedProcess) -> str | None:
+    """Nothing precfuzz printed carries a raw terminal control character (ESC, BEL, CR)."""
+    text = (p.stdout or "") + (p.stderr or "")
+    bad = sorted({hex(ord(c)) for c in text if c in "\x1b\x07\r\x9b" or ord(c) in range(0x202a, 0x202f)})
+    return f"raw control characters printed: {', '.join(bad)}" if bad else None
+
+
+def all_of(*checks: Check) -> Check:
+    def check(d: Path, p: subprocess.CompletedProcess) -> str | None:
+        problems = [x for x in (c(d, p) for c in checks) if x]
+        return "; ".join(problems) or None
+    return check
+
+
+def script_ran(name: str = "script.out") -> Check:
+    """A written script ran to its own verdict: no traceback in its output, exit 0 or 1 (script.rc)."""
+    def check(d: Path, p: subprocess.CompletedProcess) -> str | None:
+        if p.returncode != 0:  # the export itself refused (its exit status is judged on its own): no script
+            return None
+        out = (d / name).read_text(errors="replace") if (d / name).exists() else ""
+        rc = (d / "script.rc").read_text().strip() if (d / "script.rc").exists() else "?"
+        if "Traceback (most recent call last)" in out:
+            return f"the written script died: {out.strip().splitlines()[-1][:120]}"
+        return None if rc in ("0", "1") else f"the written script exited {rc}"
+    return check
+
+
+def tensor(name: str, shape: list[int], dtype: str = "float32", role: str = "input", **more) -> dict:
+    init = more.pop("init", {"dist": "normal", "seed": 1})
+    return {"name": name, "role": role, "kind": "tensor", "shape": shape, "dtype": dtype, "init": init, **more}
+
+
+def node(id_: str, op: str, *inputs, **attrs) -> dict:
+    return {"id": id_, "op": op, "inputs": list(inputs), "attrs": attrs}
+
+
+def train_case(x: dict | None = None, extra_inputs=(), nodes=None, outputs=("loss",)) -> dict:
+    """A small training case: loss = sum(x * w), gradients of x and w."""
+    x = x or tensor("x", [4, 8], grad=True)
+    return case(inputs=[x, tensor("w", [8], role="param", grad=True, init={"dist": "normal", "seed": 2}),
+                        *extra_inputs],
+                nodes=nodes or [node("p", "mul", "x", "w"), node("loss", "sum", "p")], outputs=outputs)
+
+
+EXAMPLE_TRAIN = str(ROOT / "corpus" / "examples" / "training-layer-norm-offset-fp16.json")
+ESC = "\x1b[2J\x1b[HFAKE: all clean\r"
+
+
+def costly(kind: str, grad: bool = False, dtype: str = "float16") -> dict:
+    """Cases within the value and memory caps whose float64 reference does tens of billions of multiply-adds."""
+    g = {"grad": True} if grad else {}
+    if kind == "matmul":
+        ins, nd = [tensor("a", [4096, 4096], dtype, **g), tensor("b", [4096, 4096], dtype, **g)], [node("y", "matmul", "a", "b")]
+    elif kind == "linear":
+        ins, nd = [tensor("a", [4096, 4096], dtype, **g), tensor("b", [4096, 4096], dtype, **g)], [node("y", "linear", "a", "b")]
+    elif kind == "bmm":
+        ins, nd = [tensor("a", [4, 2048, 2048], dtype, **g), tensor("b", [4, 2048, 2048], dtype, **g)], [node("y", "bmm", "a", "b")]
+    elif kind == "conv2d":
+        ins = [tensor("a", [1, 256, 128, 128], dtype, **g), tensor("b", [1024, 256, 3, 3], dtype, **g)]
+        nd = [node("y", "conv2d", "a", "b")]
+    elif kind == "conv_transpose2d":
+        ins = [tensor("a", [1, 1024, 126, 126], dtype, **g), tensor("b", [1024, 256, 3, 3], dtype, **g)]
+        nd = [node("y", "conv_transpose2d", "a", "b")]
+    elif kind == "sdpa":
+        ins = [tensor(n, [1, 1, 4096, 2048], dtype, **g) for n in "qkv"]
+        nd = [node("y", "scaled_dot_product_attention", "q", "k", "v")]
+    else:
+        raise ValueError(kind)
+    if grad:
+        nd = nd + [node("loss", "sum", "y")]
+    return case(inputs=ins, nodes=nd, outputs=("loss",) if grad else ("y",))
+
+
+def costly_faulty(kind: str) -> dict:
+    c = costly(kind)
+    if kind == "conv2d":  # half the output channels: z = y * fault fits the memory cap next to y
+        c["inputs"][1]["shape"] = [512, 256, 3, 3]
+    c["inputs"].append(tensor("fault", [1], init={"dist": "constant", "value": 5.0}))
+    c["nodes"].append(node("z", "mul", "y", "fault"))
+    c["outputs"] = ["z"]
+    return c
+
+
+def int_case(values: list, dtype: str, op: str = "add", literal_=1, shape=None) -> dict:
+    ins = [tensor("x", shape or [len(values)], dtype, init={"values": values})]
+    nd = [node("y", op, "x", literal_) if literal_ is not None else node("y", op, "x")]
+    return case(inputs=ins, nodes=nd)
+
+
+def index_case(op: str, index: list[int]) -> dict:
+    ins = [tensor("t", [4, 3]), tensor("i", [len(index)], "int64", init={"values": index})]
+    nd = {"embedding": [node("y", "embedding", "t", "i")],
+          "index_select": [node("y", "index_select", "t", "i", dim=0)],
+          "gather": [node("y", "gather", "t", "j", dim=0)]}[op]
+    if op == "gather":
+        ins[1] = tensor("j", [1, 3], "int64", init={"values": [index[:3]]})
+    return case(inputs=ins, nodes=nd)
+
+
+FORK_MODELS = {  # models whose processes misbehave (every child carries ORPHAN_MARK; none outlives the audit)
+    "fork-many": "import subprocess, sys, torch\ndef make():\n    for _ in range(12):\n"
+                 f"        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', '{ORPHAN_MARK}'])\n"
+                 "    return torch.nn.Linear(4, 4), (torch.ones(2, 4),)\n",
+    "child-ignores-sigterm": "import subprocess, sys, torch\ndef make():\n    subprocess.Popen([sys.executable, '-c', "
+                             "'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                             "signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(120)', "
+                             f"'{ORPHAN_MARK}'], start_new_session=True)\n"
+                             "    return torch.nn.Linear(4, 4), (torch.ones(2, 4),)\n",
+    "double-fork-daemon": "import os, sys, time, torch\ndef make():\n    if os.fork() == 0:\n        os.setsid()\n"
+                          "        if os.fork() == 0:\n"
+                          f"            os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(120)', '{ORPHAN_MARK}'])\n"
+                          "        os._exit(0)\n    return torch.nn.Linear(4, 4), (torch.ones(2, 4),)\n",
+    "session-hopper": "import os, sys, time, torch\ndef make():\n    if os.fork() == 0:\n"
+                      "        for _ in range(60):  # a new pid and a new session, again and again, for a few seconds\n"
+                      "            if os.fork():\n                os._exit(0)\n            os.setsid()\n            time.sleep(0.05)\n"
+                      f"        os.execv(sys.executable, [sys.executable, '-c', 'import time; time.sleep(120)', '{ORPHAN_MARK}'])\n"
+                      "    return torch.nn.Linear(4, 4), (torch.ones(2, 4),)\n",
+    "forward-forks": "import subprocess, sys, torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                     f"        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', '{ORPHAN_MARK}'])\n"
+                     "        return x * 2\ndef make():\n    return M(), (torch.ones(2, 4),)\n",
+    "hang-after-child": "import subprocess, sys, time\ndef make():\n    subprocess.Popen([sys.executable, '-c', "
+                        "'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)', "
+                        f"'{ORPHAN_MARK}'], start_new_session=True)\n    time.sleep(600)\n",
+}
+
+RAISING_MODELS = {  # fails in eager on its own inputs: one line, exit 2
+    "eager-keyerror": "import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                      "        return x * {'a': 1}[str(int(x.sum().item()))]\ndef make():\n    return M(), (torch.ones(2),)\n",
+    "eager-shape-error": "import torch\ndef make():\n    return torch.nn.Linear(4, 4), (torch.ones(2, 5),)\n",
+    "escape-in-message": "def make():\n    raise ValueError('\\x1b[2J\\x1b[HFAKE: verdict clean\\r')\n",
+    "escape-in-class-name": "import torch\nM = type('M\\x1b[2J\\x07', (torch.nn.Module,), {'forward': lambda self, x: "
+                            "x[:, 9]})\ndef make():\n    return M(), (torch.ones(2, 4),)\n",
+}
+
+
+def smoke_then(*steps: str) -> list[str]:
+    """A smoke run into s, then shell steps, then the same smoke run again (which must keep the user's files)."""
+    first = shlex.join(pc(*SMOKE, "--out", "s"))
+    return ["bash", "-c", f"{first} >/dev/null 2>&1; " + "; ".join(steps) + f"; exec {first}"]
+
+
+def renamed_executors(to: object) -> Callable[[Path], None]:
+    def do(d: Path) -> None:
+        state = json.loads((d / "camp" / "state.json").read_text())
+        state["executors"] = to
+        (d / "camp" / "state.json").write_text(json.dumps(state))
+    return do
+
+
+def fresh_inputs() -> list[Input]:
+    """Round five: variations on round four's eight fixes, and training cases (inputs with "grad": true)."""
+    out: list[Input] = []
+    ok_check = (0, 1)
+
+    def chk(id_: str, body: dict | str, expect=(2,), argv=None, deadline=None, check=None, timeout=120.0, **kw):
+        out.append(Input(id_, "check", argv or pc("check", "c.json", *EAGER), write("c.json", body), expect=expect,
+                         precious=("c.json",), check=all_of(no_file(SENTINEL), no_escapes, *([check] if check else [])),
+                         deadline=deadline, timeout=timeout, orphans=True, **kw))
+
+    # --- training cases: bad ones refused in one line; odd valid ones judged without a traceback
+    chk("train-grad-on-int-input", train_case(x=tensor("x", [4, 8], "int32", grad=True, init={"dist": "uniform", "low": -3, "high": 3})))
+    chk("train-grad-on-bool-input", case(inputs=[tensor("m", [4], "bool", grad=True, init={"values": [1, 0, 1, 0]}),
+                                                 tensor("x", [4], grad=True)],
+                                         nodes=[node("y", "where", "m", "x", 0.0), node("loss", "sum", "y")], outputs=("loss",)))
+    chk("train-grad-string-yes", train_case(x=tensor("x", [4, 8], grad="yes")))
+    chk("train-grad-int-one", train_case(x=tensor("x", [4, 8], grad=1)))
+    chk("train-grad-null", train_case(x=tensor("x", [4, 8], grad=None)), expect=(0, 2))
+    chk("train-grad-payload", train_case(x=tensor("x", [4, 8], grad=PAYLOAD)))
+    chk("train-grad-on-scalar-kind", case(inputs=[{"name": "s", "role": "input", "kind": "scalar", "dtype": "float32",
+                                                   "shape": [], "grad": True, "init": {"dist": "normal", "seed": 1}},
+                                                  tensor("x", [4], grad=True)],
+                                          nodes=[node("y", "mul", "x", "s"), node("loss", "sum", "y")], outputs=("loss",)))
+    chk("train-grad-not-reaching-loss", train_case(extra_inputs=[tensor("u", [8], grad=True)]), expect=ok_check)
+    chk("train-grad-only-on-unused", case(inputs=[tensor("x", [4]), tensor("u", [4], grad=True)],
+                                          nodes=[node("loss", "sum", "x")], outputs=("loss",)), expect=(0, 1, 2))
+    chk("train-loss-not-0dim", train_case(outputs=("p",)))
+    chk("train-loss-keepdim", train_case(nodes=[node("p", "mul", "x", "w"), node("loss", "sum", "p", keepdim=True)]))
+    chk("train-loss-int", train_case(nodes=[node("p", "mul", "x", "w"), node("s", "sum", "p"),
+                                            node("loss", "astype", "s", dtype="int64")]))
+    chk("train-loss-bool", train_case(nodes=[node("p", "mul", "x", "w"), node("s", "sum", "p"), node("loss", "gt", "s", 0.0)]))
+    chk("train-loss-second-output", train_case(outputs=("p", "loss")))
+    chk("train-grad-nan-values", train_case(x=tensor("x", [2, 8], grad=True, init={"values": [[float("nan")] * 8, [1.0] * 8]})),
+        expect=(0, 1, 2))
+    chk("train-grad-inf-values", train_case(x=tensor("x", [2, 8], grad=True, init={"values": [[float("inf")] * 8, [-1e38] * 8]})),
+        expect=(0, 1, 2))
+    chk("train-grad-fp8-input", case(inputs=[tensor("x", [4, 8], "float8_e4m3fn", grad=True)],
+                                     nodes=[node("h", "astype", "x", dtype="float32"), node("loss", "sum", "h")],
+                                     outputs=("loss",)), expect=(0, 1, 2))
+    chk("train-grad-float64", train_case(x=tensor("x", [4, 8], "float64", grad=True)), expect=(0, 1, 2))
+    chunk = [node("h0", "mul", "x", "w")] + [node(f"h{k}", "add", f"h{k - 1}", "w") for k in range(1, 4000)]
+    chk("train-huge-graph", train_case(nodes=chunk + [node("loss", "sum", "h3999")]), expect=(0, 1, 2),
+        argv=pc("check", "c.json", *EAGER, "--timeout", "20"), deadline=120, timeout=300)
+    chk("train-huge-matmul-timeout-5", costly("matmul", grad=True), expect=(0, 1, 2),
+        argv=pc("check", "c.json", *EAGER, "--timeout", "5"), deadline=40, timeout=300)
+    chk("train-tvm-train-example", open(EXAMPLE_TRAIN).read(), expect=ok_check,
+        argv=pc("check", "c.json", "--executors", "tvm/train,torch/eager", "--timeout", "120"), timeout=400)
+    chk("train-tvm-train-nan", train_case(x=tensor("x", [2, 8], grad=True, init={"values": [[float("nan")] * 8, [1.0] * 8]})),
+        expect=(0, 1, 2), argv=pc("check", "c.json", "--executors", "tvm/train", "--timeout", "120"), timeout=400)
+    chk("train-tvm-train-escape-names", case(inputs=[tensor("x" + ESC, [4], grad=True)],
+                                             nodes=[node("l" + ESC, "sum", "x" + ESC)], outputs=("l" + ESC,)),
+        expect=(0, 1, 2), argv=pc("check", "c.json", "--executors", "tvm/train,torch/eager"), timeout=400)
+    # export and minimize of training cases
+    script = "{ " + PY + " -I r.py > script.out 2>&1; echo $? > script.rc; }"
+    for ex in ("torch/eager", "tvm/train"):
+        out.append(Input(f"train-export-full-{ex.replace('/', '-')}", "export",
+                         ["bash", "-c", f"{shlex.join(pc('export', EXAMPLE_TRAIN, '--executor', ex, '--full', '--out', 'r.py'))}"
+                                        f" && {script}"], expect=(0,) if ex == "torch/eager" else (2,),
+                         check=all_of(script_ran(), no_escapes), timeout=400,
+                         note="" if ex == "torch/eager" else "tvm/train has no script exporter: one line, exit 2"))
+    faulty_train = train_case(extra_inputs=[tensor("fault", [1], init={"dist": "constant", "value": 5.0})],
+                              nodes=[node("p", "mul", "x", "w"), node("q", "mul", "p", "fault"), node("loss", "sum", "q")])
+    out.append(Input("train-export-short-faulty", "export",
+                     ["bash", "-c", f"{shlex.join(pc('export', 'c.json', '--executor', 'debug/faults', '--out', 'r.py'))} && {script}"],
+                     write("c.json", faulty_train), expect=(2,), precious=("c.json",), check=script_ran(), timeout=200,
+                     note="debug/faults has no script exporter: one line, exit 2"))
+    out.append(Input("train-minimize-faulty", "minimize", pc("minimize", "c.json", "--executors", "debug/faults",
+                                                              "--max-seconds", "30", "--quiet"),
+                     write("c.json", faulty_train), expect=(0, 1), precious=("c.json",), deadline=60, orphans=True))
+    out.append(Input("train-minimize-out-user-file", "minimize", pc("minimize", "c.json", "--executors", "debug/faults",
+                                                                     "--max-seconds", "30", "--out", "mine.json"),
+                     both(write("c.json", faulty_train), write("mine.json", USER)), precious=("c.json", "mine.json")))
+    # run --train with bad and odd flags
+    tr = ["run", "--out", "camp", "--no-seeds", "--no-minimize", "--train"]
+    for id_, extra in {"run-train-value": ["--train=yes", "--executors", "debug/faults"],
+                       "run-train-families-unknown": ["--families", "training,nope", "--executors", "debug/faults"],
+                       "run-train-families-zero": ["--families", "training:0", "--executors", "debug/faults"],
+                       "run-train-families-negative": ["--families", "training:-1", "--executors", "debug/faults"],
+                       "run-train-families-payload": ["--families", PAYLOAD, "--executors", "debug/faults"],
+                       "run-train-executor-unknown": ["--executors", "tvm/train,nope"],
+                       "run-train-timeout-zero": ["--executors", "debug/faults", "--timeout", "0"]}.items():
+        out.append(Input(id_, "run", pc(*tr, *extra, "--max-tests", "2"), check=no_file(SENTINEL), timeout=120))
+    out.append(Input("run-train-twice-flag-ok", "run", pc(*tr, "--train", "--executors", "debug/faults", "--max-tests", "8"),
+                     expect=(0,), check=state_matches_rows, timeout=300, orphans=True))
+    out.append(Input("run-train-tvm-train-time-40", "run", pc(*tr, "--families", "training", "--executors", "tvm/train",
+                                                              "--time", "40", "--timeout", "30"),
+                     expect=(0,), check=state_matches_rows, deadline=110, timeout=400, orphans=True))
+    out.append(Input("run-train-resume-without-train", "run", ["bash", "-c", shlex.join(pc(*CAMP)) + " >/dev/null 2>&1 && "
+                                                                + shlex.join(pc(*tr, "--executors", "debug/faults", "--max-tests", "12"))],
+                     expect=(0, 2), check=state_matches_rows, timeout=300))
+
+    # --- cost: huge matmul / conv / attention work within the caps on values, under every command's limit
+    for kind in ("matmul", "linear", "bmm", "conv2d", "conv_transpose2d", "sdpa"):
+        chk(f"cost-{kind}-check-timeout-5", costly(kind), expect=(0, 1, 2),
+            argv=pc("check", "c.json", *EAGER, "--timeout", "5"), deadline=40, timeout=300)
+    out.append(Input("cost-matmul-export", "export", pc("export", "c.json", "--executor", "torch/eager", "--out", "r.py"),
+                     write("c.json", costly("matmul")), expect=(0, 2), precious=("c.json",), deadline=60, timeout=300,
+                     orphans=True))
+    out.append(Input("cost-conv2d-minimize-10", "minimize", pc("minimize", "c.json", "--executors", "debug/faults",
+                                                                "--max-seconds", "10", "--timeout", "5"),
+                     write("c.json", costly_faulty("conv2d")), expect=(0, 1, 2), precious=("c.json",), deadline=45,
+                     timeout=300, orphans=True))
+    out.append(Input("cost-sdpa-run-seeds-time-30", "run", pc("run", "--out", "camp", "--seeds-dir", "s", "--executors",
+                                                               "torch/eager", "--time", "30", "--timeout", "5", "--no-minimize"),
+                     write("s/big.json", costly("sdpa")), expect=(0, 2), deadline=70, timeout=300, orphans=True))
+    chk("cost-max-pool1d-wide", case(inputs=[tensor("x", [1, 1, 2**24], "float16")],
+                                     nodes=[node("y", "max_pool1d", "x", kernel_size=2**20, stride=1)]),
+        argv=pc("check", "c.json", *EAGER, "--timeout", "5"), deadline=30, expect=(0, 1, 2))
+    chk("cost-adaptive-pool2d-300", case(inputs=[tensor("x", [1, 1, 4, 4])],
+                                         nodes=[node("y", "adaptive_avg_pool2d", "x", output_size=[300, 300])]),
+        argv=pc("check", "c.json", *EAGER, "--timeout", "5"), deadline=30, expect=(0, 1, 2))
+    chk("cost-conv3d-windows", case(inputs=[tensor("x", [1, 4, 64, 64, 64], "float16"), tensor("w", [64, 4, 9, 9, 9], "float16")],
+                                    nodes=[node("y", "conv3d", "x", "w")]),
+        argv=pc("check", "c.json", *EAGER, "--timeout", "5"), deadline=40, expect=(0, 1, 2), timeout=300)
+
+    # --- integers: other widths refused; overflow wraps as PyTorch does (no false bug); indices out of range
+    for dt in ("int8", "uint8", "int16", "uint32"):
+        chk(f"int-dtype-{dt}", int_case([127, 1], dt))
+    chk("int64-add-wraps", int_case([2**63 - 1, 5], "int64"), expect=(2,),
+        note="int64's max is not held exactly (values are float64): refused in one line (wraparound: int64-mul-wraps)")
+    chk("int64-mul-wraps", int_case([2**62, -2**62], "int64", "mul", 4), expect=(0,))
+    chk("int32-sum-overflow", int_case([2**31 - 1, 2**31 - 1, 7], "int32", "sum", None), expect=(0,))
+    chk("int32-cumsum-overflow", case(inputs=[tensor("x", [3], "int32", init={"values": [2**31 - 1, 2**31 - 1, 3]})],
+                                      nodes=[node("y", "cumsum", "x", dim=0)]), expect=(0,))
+    chk("int32-neg-min", int_case([-2**31, 3], "int32", "neg", None), expect=(0,))
+    chk("int32-abs-min", int_case([-2**31, 3], "int32", "abs", None), expect=(0,))
+    chk("int32-pow-overflow", int_case([3, 1000], "int32", "pow", 7), expect=(0,))
+    chk("int64-input-below-min", int_case([-2**63 - 1, 0], "int64"))
+    chk("int32-input-float-values", int_case([1.5, 2.0], "int32"), expect=(0, 2))
+    chk("int32-literal-huge", int_case([1, 2], "int32", "add", 2**40))
+    chk("int32-uniform-beyond-range", case(inputs=[tensor("x", [4], "int32", init={"dist": "uniform", "low": -1e12, "high": 1e12})]),
+        expect=(0, 2))
+    for op_, idx in (("embedding", [0, 7]), ("embedding", [-1, 0]), ("index_select", [9]), ("gather", [0, 5, 1])):
+        chk(f"index-out-of-range-{op_}-{idx[-1] if idx[0] == 0 else idx[0]}", index_case(op_, idx), expect=(0, 1, 2))
+    for id_, body in {"bool": case(nodes=[node("y", "gt", "x", 0.0)]),
+                      "fp8": case(nodes=[node("y", "astype", "x", dtype="float8_e5m2")]),
+                      "int64-wrap": int_case([2**63 - 1, 1], "int64"),
+                      "int64-mul-wrap": int_case([2**52, -3], "int64", "mul", 4096)}.items():
+        for full in (True, False):
+            flags = ["--full"] if full else []
+            out.append(Input(f"export-{id_}-output{'-full' if full else ''}", "export",
+                             ["bash", "-c", f"{shlex.join(pc('export', 'c.json', '--executor', 'torch/eager', *flags, '--out', 'r.py'))}"
+                                            f" && {script}"],
+                             write("c.json", body), expect=(2,) if id_ == "int64-wrap" else (0,), precious=("c.json",),
+                             check=script_ran(), timeout=200,
+                             note="int64's max is not held exactly (values are float64): refused in one line"
+                             if id_ == "int64-wrap" else ""))
+
+    # --- terminal escapes in what a case, a flag or a file name carries
+    chk("escape-meta-title", case(meta={"title": ESC, "note": ESC}), expect=ok_check)
+    chk("escape-unknown-op", case(nodes=[node("y", ESC, "x")]))
+    chk("escape-unknown-dtype", case(inputs=[tensor("x", [4], ESC)]))
+    chk("escape-attr-name", case(nodes=[{"id": "y", "op": "exp", "inputs": ["x"], "attrs": {ESC: 1}}]))
+    chk("escape-output-missing", case(outputs=(ESC,)))
+    chk("escape-in-finding", case(inputs=[tensor("x" + ESC, [4]), tensor("fault" , [1], init={"dist": "constant", "value": 5.0})],
+                                  nodes=[node("y" + ESC, "mul", "x" + ESC, "fault")], outputs=("y" + ESC,)),
+        expect=(1,), argv=pc("check", "c.json", "--executors", "debug/faults"))
+    chk("escape-executor-name", case(), argv=pc("check", "c.json", "--executors", "torch/" + ESC))
+    out.append(Input("escape-case-file-name", "check", pc("check", "c" + ESC + ".json", *EAGER), write("c" + ESC + ".json", "{"),
+                     check=no_escapes))
+    out.append(Input("escape-export-out-name", "export", pc("export", XLA_SEED, "--executor", "torch/eager", "--out", "r" + ESC + ".py"),
+                     write("r" + ESC + ".py", USER), precious=("r" + ESC + ".py",), check=no_escapes))
+    out.append(Input("escape-minimize-names", "minimize", pc("minimize", "c.json", "--executors", "debug/faults", "--max-checks", "6"),
+                     write("c.json", case(inputs=[tensor("x" + ESC, [4]), tensor("fault", [1], init={"dist": "constant", "value": 5.0})],
+                                          nodes=[node("y" + ESC, "mul", "x" + ESC, "fault")], outputs=("y" + ESC,))),
+                     expect=(0, 1), precious=("c.json",), check=no_escapes, timeout=200))
+    out.append(Input("escape-bug-id-resume", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
+                     damage(lambda d: (d / "camp" / "bugs.jsonl").write_text("".join(
+                         json.dumps({**json.loads(line), "bug": json.loads(line)["bug"] + ESC}) + "\n"
+                         for line in (d / "camp" / "bugs.jsonl").read_text().splitlines()))),
+                     expect=(0, 2), check=no_escapes, timeout=400))
+    out.append(Input("escape-bug-id-report", "report", pc("report", "camp"),
+                     damage(lambda d: (d / "camp" / "bugs.jsonl").write_text("".join(
+                         json.dumps({**json.loads(line), "bug": json.loads(line)["bug"] + ESC, "title": ESC}) + "\n"
+                         for line in (d / "camp" / "bugs.jsonl").read_text().splitlines()))),
+                     expect=(0, 2), check=no_escapes, timeout=400))
+    out.append(Input("escape-state-executor-resume", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
+                     damage(renamed_executors(["debug/faults" + ESC])), expect=(0, 2), check=no_escapes, timeout=400))
+
+    # --- resume with renamed or removed executors
+    out.append(Input("resume-executor-renamed-told-keep", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
+                     damage(renamed_executors(["debug/faults", "gone/renamed"])), expect=(0,), check=state_matches_rows,
+                     timeout=400))
+    out.append(Input("resume-executor-all-removed-told-keep", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
+                     damage(renamed_executors(["gone/a", "gone/b"])), expect=(0, 2), check=state_matches_rows, timeout=400))
+    out.append(Input("resume-executor-removed-not-told", "run", pc("run", "--out", "camp", "--no-seeds", "--no-minimize",
+                                                                   "--max-tests", "20", "--seed", "3"),
+                     damage(renamed_executors(["debug/faults", "gone/renamed"])), expect=(0, 2), timeout=400))
+    out.append(Input("resume-executors-not-a-list", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
+                     damage(renamed_executors("debug/faults")), expect=(0, 2), check=state_matches_rows, timeout=400))
+    out.append(Input("resume-executors-payload", "run", pc(*CAMP[:-1], "20", "--seed", "3"),
+                     damage(renamed_executors([PAYLOAD])), expect=(0, 2), check=no_file(SENTINEL), timeout=400))
+
+    # --- smoke reruns over user files in nested folders and links that point outside
+    out.append(Input("smoke-rerun-user-file-deep", "smoke",
+                     smoke_then("mkdir -p s/findings/a/b/c", "echo mine > s/findings/a/b/c/mine.txt",
+                                "cp s/findings/a/b/c/mine.txt keep.txt"),
+                     check=lambda d, p: None if (d / "s/findings/a/b/c/mine.txt").read_text() == "mine\n" else "deleted",
+                     timeout=400))
+    out.append(Input("smoke-rerun-link-to-outside-dir", "smoke",
+                     smoke_then("mkdir -p outside", "echo mine > outside/x.txt", "mkdir -p s/logs", "ln -s ../../outside s/logs/linked"),
+                     precious=(), check=lambda d, p: None if (d / "outside/x.txt").exists() else "outside/x.txt deleted",
+                     timeout=400))
+    out.append(Input("smoke-rerun-findings-replaced-by-link", "smoke",
+                     smoke_then("mkdir -p outside", "echo mine > outside/x.txt", "rm -rf s/findings",
+                                "ln -s ../outside s/findings"),
+                     check=lambda d, p: None if (d / "outside/x.txt").exists() else "outside/x.txt deleted", timeout=400))
+    out.append(Input("smoke-rerun-own-file-edited", "smoke",
+                     smoke_then("echo my-edit >> s/state.json"),
+                     check=lambda d, p: None if (d / "s/state.json").read_text().endswith("my-edit\n") else "edit lost",
+                     timeout=400))
+    out.append(Input("smoke-rerun-marker-lists-outside", "smoke",
+                     smoke_then("echo mine > outside.txt", f"{PY} -c {shlex.quote(_FORGE_MARKER)}"),
+                     expect=(0, 1, 2), check=lambda d, p: None if (d / "outside.txt").exists() else "outside.txt deleted",
+                     timeout=400))
+    out.append(Input("smoke-rerun-user-file-hardlink", "smoke",
+                     smoke_then("echo mine > mine.txt", "mkdir -p s/logs", "ln mine.txt s/logs/hard.txt"),
+                     check=lambda d, p: None if (d / "mine.txt").exists() else "mine.txt deleted", timeout=400))
+
+    # --- audit and zoo: models that raise in eager, fork, ignore SIGTERM, change session; signals to audit
+    for name, source in RAISING_MODELS.items():
+        out.append(Input(f"audit-{name}", "audit", pc("audit", "m.py", *EAGER, "--no-minimize", "--out", "a"),
+                         write("m.py", source), precious=("m.py",), check=no_escapes, timeout=300, orphans=True))
+    for name, source in FORK_MODELS.items():
+        hang = name.startswith("hang")
+        out.append(Input(f"audit-{name}", "audit", pc("audit", "m.py", *EAGER, "--no-minimize", "--out", "a",
+                                                      *(["--timeout", "10"] if hang else [])),
+                         write("m.py", source), expect=(2,) if hang else (0, 1), precious=("m.py",),
+                         deadline=40 if hang else None, timeout=300, orphans=True))
+    for sig in ("TERM", "HUP", "INT"):
+        out.append(Input(f"audit-sig{sig.lower()}-mid-run", "audit",
+                         ["bash", "-c", f"set -m; {shlex.join(pc('audit', 'm.py', *EAGER, '--no-minimize', '--out', 'a'))} & p=$!; "
+                                        f"sleep 12; kill -{sig} $p; wait $p"],
+                         write("m.py", FORK_MODELS["hang-after-child"]), expect=tuple(range(0, 256)), deadline=40,
+                         timeout=300, orphans=True))
+    out.append(Input("zoo-hang-after-child-timeout-15", "zoo", pc("zoo", "--dir", "z", "--out", "zo", "--timeout", "15",
+                                                                 "--no-inventory", *EAGER),
+                     write("z/m.py", FORK_MODELS["hang-after-child"]), expect=(1,), deadline=50, timeout=300, orphans=True))
+    out.append(Input("zoo-session-hopper", "zoo", pc("zoo", "--dir", "z", "--out", "zo", "--timeout", "60",
+                                                     "--no-inventory", *EAGER),
+                     write("z/m.py", FORK_MODELS["session-hopper"]), expect=(0, 1), timeout=300, orphans=True))
+    out.append(Input("check-sigint-costly", "check",
+                     ["bash", "-c", f"set -m; {shlex.join(pc('check', 'c.json', *EAGER))} & p=$!; sleep 6; kill -INT $p; wait $p"],
+                     write("c.json", case(inputs=[tensor("a", [2048, 2048], "float16"), tensor("b", [2048, 4096], "float16")],
+                                          nodes=[node("y", "matmul", "a", "b")])),  # at the multiply-add cap: runs
+                     expect=tuple(range(0, 256)), deadline=25, timeout=300, orphans=True))
+    return out
+
+
+_FORGE_MARKER = ("import hashlib, json; from pathlib import Path; from fuzzer.outfiles import replace_file; "
+                 "m = Path('s/.precfuzz-smoke'); lines = m.read_text().splitlines()[1:]; "
+                 "lines.append(hashlib.sha256(Path('outside.txt').read_bytes()).hexdigest() + ' ' + json.dumps('../outside.txt')); "
+                 "m.unlink(); replace_file(m, chr(10).join(lines) + chr(10), sync=False, style='python', force=True)")
+
+
 GROUPS = {"check": case_file_inputs, "export": export_inputs, "minimize": minimize_inputs, "run": run_inputs,
           "report": report_inputs, "smoke": smoke_inputs, "audit": audit_inputs, "generate": generate_inputs,
-          "misc": misc_inputs}
+          "misc": misc_inputs, "fresh": fresh_inputs}
 
 
 # ---------------------------------------------------------------- running them
@@ -691,6 +1128,12 @@ def run_one(inp: Input, scratch: Path) -> Outcome:
             out.problems.append(f"DATA LOSS: {p} changed")
     if (d / SENTINEL).exists():
         out.problems.append("CODE EXECUTION: the payload ran")
+    if inp.deadline is not None and status is not None and out.seconds > inp.deadline:
+        out.problems.append(f"HANG: {out.seconds:.0f} s, past its limit of {inp.deadline:.0f} s")
+    if inp.orphans:
+        left = orphans_in(d)
+        if left:
+            out.problems.append(f"ORPHAN: {len(left)} process(es) left running in its folder")
     if inp.check is not None:
         try:
             problem = inp.check(d, done)
@@ -732,6 +1175,11 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated groups (default: all)")
     parser.add_argument("--ids", help="comma-separated input ids (default: all of the groups)")
     args = parser.parse_args()
+    # run from a background job of a non-interactive shell (nohup ... &), this process inherits SIGINT and SIGQUIT
+    # ignored, and so would every precfuzz it starts (an ignored SIGINT stays ignored across exec): give the
+    # children the disposition a terminal's Ctrl-C meets
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
     groups = args.only.split(",") if args.only else list(GROUPS)
     inputs = [i for g in groups for i in GROUPS[g]()]
     if args.ids:

@@ -281,8 +281,32 @@ def check_size(graph: Graph, typed: "TypedGraph", input_sets: int = 1) -> None:
             if OPS[node.op].reference.__name__ == "adaptive_avg_pool":  # one Python step per output position
                 limits.check_loops(f"node {_show(node.id)}", math.prod(typed.values[node.id].shape[2:]))
         limits.check_working_memory(sum(sizes.values()), max(sizes.items(), key=lambda kv: kv[1]), input_sets)
+        macs = {f"node {_show(node.id)} ({node.op})": reference_macs(node, typed) for node in graph.nodes}
+        if macs:  # a training case's gradients take about twice the forward's work again
+            limits.check_multiply_adds(sum(macs.values()) * (3 if graph.wrt else 1),
+                                       max(macs.items(), key=lambda kv: kv[1]), input_sets)
     except limits.LimitError as exc:
         raise IRError(f"graph: {exc}") from None
+
+
+def reference_macs(node: Node, typed: "TypedGraph") -> int:
+    """Multiply-adds the float64 reference does for `node` (matmul, linear, convolutions, attention; 0 for the
+    others, whose work is a few passes over their values, which the value caps bound)."""
+    family, ref = OPS[node.op].family, OPS[node.op].reference.__name__
+    out = typed.values[node.id].shape
+    shape = lambda k: typed.values[node.inputs[k]].shape  # type: ignore[index]  # noqa: E731
+    if node.op in ("matmul", "bmm", "linear", "scaled_mm"):  # each output element is a dot of the inner dim
+        inner = shape(1)[-1] if node.op == "linear" else shape(0)[-1]
+        return math.prod(out) * inner
+    if family == "conv":  # each output element: C_in / groups x kernel
+        return math.prod(out) * math.prod(shape(1)[1:])
+    if family == "conv_transpose":  # each input element scatters into C_out / groups x kernel outputs
+        return math.prod(shape(0)) * math.prod(shape(1)[1:])
+    if ref == "sdpa":  # q . k for every score, then the scores times v
+        q, k = shape(0), shape(1)
+        scores = math.prod(out[:-1]) * (k[-2] if len(k) >= 2 else 1)
+        return scores * (q[-1] + out[-1])
+    return 0
 
 
 def reference_work(node: Node, typed: "TypedGraph") -> dict[str, int]:

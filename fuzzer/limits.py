@@ -18,6 +18,9 @@ MAX_VALUE_ELEMENTS = 2**26  # elements of any one value, or of the windows (conv
 # reference forms for one node (one input set): each is float64 work of the reference, with no clock in this process
 MAX_REFERENCE_LOOPS = 2**16  # Python-level iterations of one node's reference (adaptive pooling: one per output
 # position): at about 10 us each, under a second per evaluation
+MAX_REFERENCE_MACS = 2**34  # float64 multiply-adds of the reference over a case's nodes and input sets (matmul,
+# linear, convolutions, attention; a training case counts its gradients as twice the forward): at the ~10 GFLOP/s
+# of one core's float64 BLAS, a second or two per evaluation
 MAX_FILE_BYTES = 64 * 2**20  # a case file
 MAX_JSON_DEPTH = 32  # nesting of a case file (inline values of rank 8 need 10)
 MAX_NAME_CHARS = 256  # value names
@@ -82,6 +85,17 @@ def check_loops(name: str, loops: int) -> None:
     if loops > MAX_REFERENCE_LOOPS:
         raise LimitError(f"{name} needs {loops} Python-level steps of the float64 reference, more than the "
                          f"{MAX_REFERENCE_LOOPS} one node may take")
+
+
+def check_multiply_adds(total: int, largest: tuple[str, int], input_sets: int) -> None:
+    """Raise LimitError when the float64 reference would do more than MAX_REFERENCE_MACS multiply-adds."""
+    need = total * max(1, input_sets)
+    if need > MAX_REFERENCE_MACS:
+        name, size = largest
+        raise LimitError(f"the float64 reference needs about {need:.3g} multiply-adds ({name} alone {size:.3g}"
+                         f"{f' per input set, x {input_sets} sets' if input_sets > 1 else ''}), more than the "
+                         f"{MAX_REFERENCE_MACS:.3g} a case may take (each is float64 work of the reference, run "
+                         "before any backend's clock)")
 
 
 def check_working_memory(elements: int, largest: tuple[str, int], input_sets: int,

@@ -144,8 +144,29 @@ def make_values(spec: dict[str, Any], shape: tuple[int, ...], dtype: str) -> np.
         top = FLOAT_FORMATS[dtype].max_value
         raw = np.clip(raw, -top, top)
     else:
+        if "values" in spec:
+            check_exact_ints(spec["values"], dtype)
         check_int_range(raw, dtype)
     return round_to(raw, dtype).reshape(shape)
+
+
+MAX_EXACT_INT = 2**53  # values are held as float64: larger ints are not held exactly
+
+
+def check_exact_ints(values: Any, dtype: str) -> None:
+    """ValueSpecError when an inline int for an int `dtype` lies beyond +-2**53: held as float64 it would become
+    another number (int64's 2**63 - 1 turned into 2**63 and was called out of range; -2**63 - 1 into -2**63)."""
+    stack = [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool) and abs(int(v)) > MAX_EXACT_INT:
+            info = np.iinfo(np.dtype(dtype))
+            if not info.min <= int(v) <= info.max:  # judged on the int itself, not its float64 (-2**63 - 1)
+                raise ValueSpecError(f"values beyond {dtype}'s range {info.min}..{info.max} (got {int(v)})")
+            raise ValueSpecError(f"{dtype} value {int(v)} is beyond +-2**53: precfuzz holds values as float64, which "
+                                 f"would make it {float(v):.17g}; give values within +-{MAX_EXACT_INT}")
 
 
 def check_int_range(raw: np.ndarray, dtype: str) -> None:

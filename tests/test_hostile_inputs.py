@@ -1078,3 +1078,91 @@ def test_regression_pool_and_attention_cases_of_ordinary_size_still_run(workdir:
     save_case(example("adaptive_avg_pool2d"), workdir / "a.json")
     status, out, err = cli(["check", "a.json", "--executors", "torch/eager"], capsys)
     assert status == 0 and "no findings" in out, out + err
+
+
+def _t(name: str, shape: list[int], dtype: str = "float16", grad: bool = False) -> dict[str, Any]:
+    return {"name": name, "role": "input", "kind": "tensor", "shape": shape, "dtype": dtype,
+            "init": {"dist": "normal", "seed": 1}, **({"grad": True} if grad else {})}
+
+
+# (id, inputs, node, training): round five's fresh pass (issue 38): within the value and memory caps, each makes the
+# float64 reference do 35-70 billion multiply-adds before any backend's clock: `check --timeout 5` took 37 s on
+# a [4096, 4096] @ [4096, 4096] matmul and 43 s on its training form (the cap counted values, windows and scores)
+MACS: list[tuple[str, list[dict[str, Any]], dict[str, Any], bool]] = [
+    ("matmul-4096", [_t("a", [4096, 4096]), _t("b", [4096, 4096])], {"op": "matmul", "inputs": ["a", "b"]}, False),
+    ("linear-4096", [_t("a", [4096, 4096]), _t("b", [4096, 4096])], {"op": "linear", "inputs": ["a", "b"]}, False),
+    ("bmm-4x2048", [_t("a", [4, 2048, 2048]), _t("b", [4, 2048, 2048])], {"op": "bmm", "inputs": ["a", "b"]}, False),
+    ("conv2d-1024-channels", [_t("a", [1, 256, 128, 128]), _t("b", [1024, 256, 3, 3])],
+     {"op": "conv2d", "inputs": ["a", "b"]}, False),
+    ("attention-head-dim-2048", [_t(n, [1, 1, 4096, 2048]) for n in "qkv"],
+     {"op": "scaled_dot_product_attention", "inputs": ["q", "k", "v"]}, False),
+    ("training-matmul-4096", [_t("a", [4096, 4096], grad=True), _t("b", [4096, 4096], grad=True)],
+     {"op": "matmul", "inputs": ["a", "b"]}, True),
+    ("training-matmul-2048x4096-gradients-count", [_t("a", [2048, 2048], "float32", True), _t("b", [2048, 4096], "float32", True)],
+     {"op": "matmul", "inputs": ["a", "b"]}, True),
+]
+
+
+@pytest.mark.parametrize("name, inputs, node_, training", MACS, ids=[m[0] for m in MACS])
+def test_regression_matmul_conv_attention_work_past_the_cap_is_refused_within_the_timeout(
+        name: str, inputs: list[dict[str, Any]], node_: dict[str, Any], training: bool, workdir: Path, capsys) -> None:
+    """Refused in one line, before anything is allocated, by check, minimize and export alike."""
+    import time
+
+    nodes = [{"id": "y", "attrs": {}, **node_}] + ([{"id": "loss", "op": "sum", "inputs": ["y"]}] if training else [])
+    doc = {"format": "precfuzz-graph/1", "inputs": inputs, "nodes": nodes,
+           "outputs": ["loss" if training else "y"], "input_sets": [{}]}
+    (workdir / "big.json").write_text(json.dumps(doc))
+    t0 = time.monotonic()
+    status, _, err = cli(["check", "big.json", "--executors", "torch/eager", "--timeout", "5"], capsys)
+    assert time.monotonic() - t0 < 5
+    assert_refused(status, err, "multiply-adds")
+    assert_refused(*cli(["minimize", "big.json", "--executors", "torch/eager", "--max-seconds", "10"], capsys)[::2],
+                   "multiply-adds")
+    assert_refused(*cli(["export", "big.json", "--executor", "torch/eager", "--out", "r.py"], capsys)[::2],
+                   "multiply-adds")
+
+
+def test_regression_matmul_within_the_multiply_add_cap_still_checks() -> None:
+    """The cap is on work, not shape: the same matmul forward-only at 2**34 multiply-adds passes, and the examples
+    of every op pass."""
+    from fuzzer.ir import check_size, infer
+    from fuzzer.ops import OPS
+
+    doc = {"format": "precfuzz-graph/1", "inputs": [_t("a", [2048, 2048]), _t("b", [2048, 4096])],
+           "nodes": [{"id": "y", "op": "matmul", "inputs": ["a", "b"]}], "outputs": ["y"]}
+    from fuzzer.ir import case_from_json
+
+    case_from_json(doc)
+    for op in OPS:
+        graph = example(op).graph
+        check_size(graph, infer(graph))
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -2**63 - 1, 2**53 + 1])
+def test_regression_int64_values_past_2_53_are_refused_not_rounded(value: int, workdir: Path, capsys) -> None:
+    """Round five: an int64 input's values went through float64: 2**63 - 1 (int64's max) was refused as "beyond
+    int64's range (got 9.2233720368547758e+18)", -2**63 - 1 (beyond it) became -2**63 and was checked, 2**53 + 1
+    became 2**53. Now each is refused in one line naming the value and the reason."""
+    path = _int_case(workdir, [value, 5], "int64")
+    before = tree(workdir)
+    needle = f"beyond int64's range" if value < -2**63 else f"int64 value {value} is beyond +-2**53"
+    assert_refused(*cli(["check", path, "--executors", "torch/eager"], capsys)[::2], needle)
+    assert tree(workdir) == before
+    path = _int_case(workdir, [2**53, -2**53, 5], "int64")
+    status, out, err = cli(["check", path, "--executors", "torch/eager"], capsys)
+    assert status == 0 and "no findings" in out, out + err
+
+
+def test_regression_audit_of_a_model_torch_export_refuses_prints_no_torch_traceback(workdir: Path) -> None:
+    """Round five: `precfuzz audit` of a Linear(4, 4) given a [2, 5] example input exited 2 with its one error line,
+    under 17 lines of traceback torch's fake-tensor dispatch logs at ERROR level before raising."""
+    root = Path(__file__).resolve().parent.parent
+    (workdir / "m.py").write_text("import torch\ndef make():\n    return torch.nn.Linear(4, 4), (torch.ones(2, 5),)\n")
+    done = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", "m.py", "--executors", "torch/eager",
+                           "--no-minimize", "--out", "a"], cwd=workdir, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    errors = [line for line in done.stderr.splitlines() if line.startswith("precfuzz: error:")]
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "fake_tensor" not in done.stderr, done.stderr
+    assert len(errors) == 1 and "must have same reduction dim" in errors[0], done.stderr

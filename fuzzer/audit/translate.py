@@ -7,10 +7,12 @@ source line it came from (the exported graph's stack traces), so a verdict can p
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..dtypes import DTYPES
 from ..ir import Case, Graph, Input, IRError, Node, check_size, infer, infer_node
@@ -86,18 +88,33 @@ def capture(module: Any, args: tuple[Any, ...], retry_float32: bool = True) -> t
 
     module = module.eval()
     try:
-        return torch.export.export(module, args), []
+        with quiet_torch_logs():
+            return torch.export.export(module, args), []
     except Exception as exc:  # noqa: BLE001 - the user's model raised: a value, retried once
         first = _last_line(exc)
         if not retry_float32 or _float_params(module) <= {"float32", "float64"}:
             raise AuditInputError(f"torch.export failed on the example args: {first}") from None
         try:
-            ep = torch.export.export(copy.deepcopy(module).float(), args)
+            with quiet_torch_logs():
+                ep = torch.export.export(copy.deepcopy(module).float(), args)
         except Exception as exc2:  # noqa: BLE001
             raise AuditInputError(f"torch.export failed on the example args: {first} "
                                   f"(and with float32 parameters: {_last_line(exc2)})") from None
         return ep, [f"PyTorch raises on the example args as given ({first}); the graph was captured with "
                     "float32 parameters and declares the module's own dtypes"]
+
+
+@contextlib.contextmanager
+def quiet_torch_logs() -> Iterator[None]:
+    """No log records while torch.export runs: on a model that raises, its fake-tensor dispatch logs the whole
+    traceback at ERROR level to stderr before raising (round five: a Linear(4, 4) given a [2, 5] input printed 17
+    lines of traceback above the audit's one error line); the exception itself is what the audit reports."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
 
 
 def _last_line(exc: BaseException) -> str:
