@@ -371,8 +371,9 @@ def render(v: Verdict) -> str:
     out.append("")
     if v.model_hazards:
         out.append(f"{len(v.model_hazards)} model hazard(s):")
-        for h in v.model_hazards:
+        for h in [h for h in v.model_hazards if not h.update]:
             out += _hazard_lines(h)
+        out += _update_lines([h for h in v.model_hazards if h.update])
     else:
         out.append("no model hazard")
     casts = [h for h in v.hazards if h.caller_cast]
@@ -401,6 +402,21 @@ def render(v: Verdict) -> str:
     out.append("")
     out.append(f"verdict: {'HAZARDS OR BUGS' if v.exit_status else 'clean'} ({v.seconds:.0f} s)")
     return "\n".join(out)
+
+
+def _update_lines(hazards: list[Hazard]) -> list[str]:
+    """The optimizer step's hazards, one entry per (row, kind, fix): the parameter tensors it names, worst first."""
+    groups: dict[tuple[str, str, str, str], list[Hazard]] = {}
+    for h in hazards:
+        groups.setdefault((", ".join(h.rows), h.update, h.param_dtype, h.fix), []).append(h)
+    out = []
+    for (rows, kind, dtype, fix), hs in groups.items():
+        hs.sort(key=lambda h: -(h.precision or 0.0))
+        tensors = ", ".join(f"`{h.node}` {h.precision:.0%}" if kind == "update-lost" else f"`{h.node}`" for h in hs)
+        what = "give inf/NaN updates" if kind == "update-nonfinite" else "lose this much of their update"
+        out += [f"  under {rows}: the {dtype} {hs[0].op} of {len(hs)} parameter tensor(s) {what} (relative RMS "
+                f"against the exact step), on every backend, eager included: {tensors}", f"      fix: {fix}"]
+    return out
 
 
 def _hazard_lines(h: Hazard) -> list[str]:
