@@ -1072,3 +1072,13 @@ def test_regression_an_overflow_of_the_one_pass_variance_is_no_backend_bug(check
     g = Graph(tuple(replace(i, shape=(1, 8), init={"values": [[0.0] * 8]}) if i.name == "x" else i
                     for i in case.graph.inputs), case.graph.nodes, case.graph.outputs)
     assert all(np.isfinite(i).all() for i in ideal_values(g, in_range)["y"])
+
+
+def test_regression_the_error_scale_of_a_node_without_operands_is_no_internal_error() -> None:
+    """triage21: localizing a bound finding in a graph with a `full` node (no operands) raised IndexError in the
+    norms' scale-and-shift floor, which read the first operand before asking whether the op centers one."""
+    from fuzzer.ir import Node
+    from oracles.nodes import passed_through
+
+    node = Node("c", "full", (), {"shape": [2, 3], "value": 1.5, "dtype": "float16"})
+    assert passed_through(node, {}, "float16") is None

@@ -161,6 +161,8 @@ def scale_shift_magnitude(op: str, operands: list[Any], attrs: dict[str, Any]) -
     (issue 33: a group_norm of one-element groups is exactly 0, and PyTorch's kernels leave an ULP of x * scale).
     """
     slot = lambda k: operands[k] if k < len(operands) else None  # noqa: E731
+    if op not in ("layer_norm", "group_norm", "instance_norm", "batch_norm") or not operands:
+        return None  # (a source op has no operand at all: triage21's internal error)
     x = np.asarray(operands[0], dtype=np.float64)
     eps, channel = float(attrs.get("eps", 1e-5)), (1, x.shape[1]) + (1,) * (x.ndim - 2) if x.ndim > 1 else ()
     if op == "layer_norm":
