@@ -161,3 +161,22 @@ def test_zoo_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "not written by precfuzz" in capsys.readouterr().err and mine.read_text() == "someone's notes"
     with pytest.raises(ValueError, match="known:"):
         discover(DEFAULT_DIR, ["resnet"])
+
+
+def test_a_zoo_model_defining_loss_is_audited_with_its_training_step_too(tmp_path: Path) -> None:
+    """The training zoo (issue 36): a model file with loss() gets a second entry, `<model>+train`, from
+    `audit --train`, judged by the 3-minute budget of a training step; a file without one gets none."""
+    from fuzzer.audit.zoo import run_zoo, summary, trains
+
+    model = tmp_path / "tiny.py"
+    model.write_text("import torch\n\n\ndef make():\n    torch.manual_seed(0)\n"
+                     "    return torch.nn.Sequential(torch.nn.LayerNorm(8), torch.nn.Linear(8, 4)), (torch.randn(2, 8),)\n"
+                     "\n\ndef loss(out, x):\n    return out.float().square().mean()\n")
+    plain = tmp_path / "plain.py"
+    plain.write_text("import torch\n\n\ndef make():\n    return torch.nn.Linear(8, 4), (torch.randn(2, 8),)\n")
+    assert trains(model) and not trains(plain)
+    entries = run_zoo([model], tmp_path / "out", 300.0, "torch/eager", inventory=False)
+    assert [e.model for e in entries] == ["tiny", "tiny+train"]
+    assert all(e.passed for e in entries), [e.error for e in entries]
+    assert "optimizer step" in " ".join(c["row"] for c in entries[1].verdict["table"])
+    assert summary(entries)["passed"] == 2

@@ -45,3 +45,10 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     model = Logits(LlamaForCausalLM(config))
     ids = torch.randint(0, 256, (1, 12), generator=torch.Generator().manual_seed(1))
     return model.eval(), (ids,)
+
+
+def loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """Next-token cross-entropy in float32 (`precfuzz audit --train`, the training zoo): log-softmax and the picked
+    log-probability written out (what F.cross_entropy computes), token t predicting token t + 1."""
+    logp = logits[:, :-1].float().log_softmax(dim=-1)
+    return -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).mean()

@@ -41,3 +41,10 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
                        up_block_types=("AttnUpBlock2D", "UpBlock2D"), norm_num_groups=8, attention_head_dim=8)
     sample = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(1))
     return Sample(unet).eval(), (sample, torch.tensor([500]))
+
+
+def loss(prediction: torch.Tensor, sample: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+    """The diffusion (epsilon-prediction) loss (`precfuzz audit --train`, the training zoo): mean squared error in
+    float32 against a fixed noise target made from the sample (deterministic: no RNG inside the captured graph)."""
+    target = sample.float().flip(-1) * 0.5
+    return (prediction.float() - target).square().mean()

@@ -65,3 +65,11 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 def make_fixed() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """The same step with the one-line fix: the noised latents cast back to the latents' dtype."""
     return _make(fixed=True)
+
+
+def loss(prediction: torch.Tensor, latents: torch.Tensor, noise: torch.Tensor, timestep: torch.Tensor,
+         text: torch.Tensor) -> torch.Tensor:
+    """The flow-matching loss of the pretraining loop (`precfuzz audit --train`, the training zoo): the velocity
+    target noise - latents, mean squared error in float32."""
+    target = noise.float() - latents.float()
+    return (prediction.float() - target).square().mean()

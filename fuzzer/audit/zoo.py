@@ -28,6 +28,7 @@ from .load import _children, _end_orphans, _subreaper
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "corpus" / "zoo"
 BUDGET_S = 120.0  # issue 22: each zoo model audits end to end in at most 2 minutes on 2 cores
+TRAIN_BUDGET_S = 180.0  # issue 36: a zoo model's training step (audit --train) in at most 3 minutes
 PASSING_EXITS = (0, 1)  # clean, or hazards/bugs found: either way the audit ran end to end
 
 
@@ -152,14 +153,26 @@ def _json_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def audit_model(path: Path, out_dir: Path, timeout: float, executors: str | None = None) -> ZooEntry:
-    """`precfuzz audit PATH --json --no-minimize` in a child process; the entry (never raises for the model)."""
+def trains(path: Path) -> bool:
+    """True when the model file defines `loss(output, *inputs)`: the zoo audits its training step too (--train)."""
+    try:
+        tree = ast.parse(path.read_text())
+    except (SyntaxError, OSError, ValueError):
+        return False
+    return any(isinstance(n, ast.FunctionDef) and n.name == "loss" for n in tree.body)
+
+
+def audit_model(path: Path, out_dir: Path, timeout: float, executors: str | None = None,
+                train: bool = False) -> ZooEntry:
+    """`precfuzz audit PATH --json --no-minimize [--train]` in a child process; the entry (never raises for the
+    model). A training audit's entry is named `<model>+train`."""
+    name = f"{path.stem}+train" if train else path.stem
     cmd = [sys.executable, "-m", "fuzzer.cli", "audit", str(path), "--json", "--no-minimize",
-           "--out", str(out_dir / path.stem)]
+           "--out", str(out_dir / name)] + ["--train"] * train
     if executors:
         cmd += ["--executors", executors]
     code, out, err, seconds = run_child(cmd, timeout)
-    entry = ZooEntry(path.stem, str(path), title_of(path), code, round(seconds, 1))
+    entry = ZooEntry(name, str(path), title_of(path) + " (one training step)" * train, code, round(seconds, 1))
     if code is None:
         entry.error = f"the audit did not finish within {timeout:g} s (stopped)"
     elif code in PASSING_EXITS:
@@ -193,6 +206,12 @@ def run_zoo(paths: list[Path], out_dir: Path, timeout: float, executors: str | N
         if inventory:
             entry.inventory = inventory_model(path, timeout)
         entries.append(entry)
+        if trains(path):  # the training zoo (issue 36): the same model's step, its file's loss()
+            log(f"[{k}/{len(paths)}] {path.stem}: auditing one training step (--train)")
+            step = audit_model(path, out_dir, timeout, executors, train=True)
+            log(f"[{k}/{len(paths)}] {step.model}: {step.outcome} (exit {step.exit}, {step.seconds:.0f} s)"
+                + (f": {step.error[:200]}" if step.error else ""))
+            entries.append(step)
     return entries
 
 
@@ -219,7 +238,8 @@ def summary(entries: list[ZooEntry]) -> dict[str, Any]:
     invs = [Inventory.from_json(e.inventory) for e in entries if e.inventory]
     return {"models": len(entries), "passed": sum(e.passed for e in entries),
             "failed": sum(not e.passed for e in entries),
-            "over_budget": [e.model for e in entries if e.exit is None or e.seconds > BUDGET_S],
+            "over_budget": [e.model for e in entries if e.exit is None
+                            or e.seconds > (TRAIN_BUDGET_S if e.model.endswith("+train") else BUDGET_S)],
             "seconds": round(sum(e.seconds for e in entries), 1), "budget_s": BUDGET_S,
             "ops_met": sum(i.met() for i in invs), "ops_translated": sum(i.translated() for i in invs)}
 
@@ -258,7 +278,10 @@ def markdown(entries: list[ZooEntry]) -> str:
         found = [(e, h) for e in audited for h in e.verdict.get("hazards", [])]
         if found:
             lines += ["", "## Model hazards", ""]
-            lines += [f"- {e.model}: {h.get('op')} at {h.get('where')} {md.code(h.get('code') or '')} gets "
+            lines += [f"- {e.model}: the {h.get('param_dtype')} {h.get('op')} of parameter `{h.get('node')}` "
+                      f"({h.get('update')}, under {', '.join(h.get('rows', []))}); fix: {_cell(h.get('fix'))}"
+                      if h.get("update") else
+                      f"- {e.model}: {h.get('op')} at {h.get('where')} {md.code(h.get('code') or '')} gets "
                       f"{h.get('activation_dtype')} (under {', '.join(h.get('rows', []))}); fix: {_cell(h.get('fix'))}"
                       for e, h in found]
         bugs = [(e, b) for e in audited for b in e.verdict.get("bugs", [])]
