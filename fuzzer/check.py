@@ -282,6 +282,7 @@ class Checker:
                 ins = [rounded_inputs(s.numeric, v) for v in sets]
                 if s.numeric.text not in refs:
                     refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
+                    out += self._underflow_hazards(s, ins, refs[s.numeric.text])
                 judged = gradients.judge(s.outcomes, refs[s.numeric.text], [s.numeric.input(n) for n in s.numeric.wrt])
                 worst = max((j.stats.ratio for j in judged), default=0.0)
                 summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
@@ -290,6 +291,22 @@ class Checker:
                                         mine or None, notes, any(f.executor == s.name and f.kind == "backend-bug"
                                                                  for f in forward))
             out += found
+        return out
+
+    @staticmethod
+    def _underflow_hazards(s: Subject, ins: list[Values], refs: list[Any]) -> list[Finding]:
+        """Gradients a 16-bit program's own backward loses to underflow, with the loss scale that gives them back
+        (oracles.training_hazards): once per numeric graph, at the first input set showing each."""
+        out: list[Finding] = []
+        seen: set[str] = set()
+        for k, (values, ref) in enumerate(zip(ins, refs)):
+            if ref is None:
+                continue
+            exact, ideals = ref[0], ref[1]
+            for loss in training_hazards.gradient_underflow(s.numeric, values, exact, ideals[0]):
+                if loss.wrt not in seen:
+                    seen.add(loss.wrt)
+                    out.append(training_hazards.gradient_finding(s.name, s.label, s.numeric, loss, k))
         return out
 
     def _eager_bounds(self, subjects: list[Subject], keys: dict[str, str], eager: dict[str, list[Outcome]],

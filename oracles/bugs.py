@@ -53,6 +53,7 @@ CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 # decode of zero or NaN codes, and a scaled_mm whose lowering decodes with it are one cause (triage11: 3 records)
 TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
 UPDATE_HAZARDS = ("update-lost", "update-nonfinite")  # oracles.training_hazards: an optimizer step's update lost
+TRAINING_HAZARDS = UPDATE_HAZARDS + ("grad-underflow",)  # and a gradient lost to 16-bit underflow (loss scaling)
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
 
@@ -67,7 +68,7 @@ def error_family(finding: Finding) -> str:
         if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
         return "underflow" if finding.error_class == "underflow" else "accuracy"
-    if finding.oracle == "model-hazard" and finding.error_class in ("precision", *UPDATE_HAZARDS):
+    if finding.oracle == "model-hazard" and finding.error_class in ("precision", *TRAINING_HAZARDS):
         return finding.error_class
     if finding.oracle == "status-divergence" and finding.details.get("error_key"):
         return f"{finding.error_class}:{finding.details['error_key']}"  # one error message class, one cause
@@ -248,6 +249,13 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 "backward-raises": f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"
+    if finding.kind == "model-hazard" and finding.error_class == "grad-underflow":
+        d = finding.details
+        return (f"Training hazard: {dc} {op} backward: the gradient of {d.get('gradient', '?')} underflows "
+                f"({float(d.get('loss', 0)):.0%} lost) under "
+                f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; "
+                + (f"scale the loss by {float(d.get('scale', 0)):g} (GradScaler)" if d.get("scale") else
+                   "keep the backward in float32"))
     if finding.kind == "model-hazard" and finding.error_class in UPDATE_HAZARDS:
         d = finding.details
         what = ("gives inf/NaN updates" if finding.error_class == "update-nonfinite"

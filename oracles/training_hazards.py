@@ -126,3 +126,87 @@ def finding(executor: str, policy: str, graph: Graph, loss: UpdateLoss, input_se
                    ratio=ratio, input_set=input_set, output=loss.node, node=loss.node,
                    details={"policy": policy, "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
                             "fix": loss.fix, "cause": loss.cause})
+
+
+# ---------------------------------------------------------------- gradients lost to 16-bit underflow: loss scaling
+
+GRAD_LOSS = 0.5  # half of a gradient's RMS gone in the program's own 16-bit backward
+SCALES = (2.0**16, 2.0**12, 2.0**8, 2.0**4)  # GradScaler's init_scale first, then smaller where the scaled loss overflows
+
+
+@dataclass(frozen=True)
+class GradientLoss:
+    """A gradient the program's own 16-bit backward loses to underflow, and what scaling the loss gives back."""
+
+    wrt: str
+    dtype: str  # the narrowest float dtype of the program (where the backward's values underflow)
+    lost: float  # relative RMS of the exact gradient lost by the ideal 16-bit backward
+    zeroed: float  # share of the gradient's non-zero elements the ideal backward returns as exactly 0
+    scale: float  # the loss scale that gives it back (0: none of SCALES does)
+    with_scale: float  # the loss left with that scale
+
+
+def scaled_loss(graph: Graph, scale: float) -> Graph:
+    """The graph whose loss (first output) is multiplied by `scale` (GradScaler.scale(loss)), in the loss's dtype."""
+    from fuzzer.identifiers import fresh_name
+    from fuzzer.ir import Node
+
+    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+    name = fresh_name(f"{graph.outputs[0]}__scaled", taken)
+    return Graph(graph.inputs, graph.nodes + (Node(name, "mul", (graph.outputs[0], scale), {}),),
+                 (name,) + graph.outputs[1:])
+
+
+def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
+                       ideal: list[np.ndarray]) -> list[GradientLoss]:
+    """The gradients of a 16-bit program that its own ideal backward (one rounding per op, fp32 accumulation) loses,
+    mostly to values flushed to exactly 0, and the loss scale that gives each back (checked: the scaled program's
+    ideal gradients, divided by the scale, against the exact ones). float32 programs have no such loss."""
+    from fuzzer.gradients import reference
+
+    typed = infer(graph)
+    low = sorted({v.dtype for v in typed.values.values() if v.dtype in LOW_PRECISION},
+                 key=lambda d: d != "float16")  # float16's narrow range underflows first
+    if not low:
+        return []
+    found = []
+    for name, e, i in zip(graph.wrt, exact, ideal):
+        e, i = np.asarray(e, np.float64).ravel(), np.asarray(i, np.float64).ravel()
+        lost, _ = _lost(e, i)
+        moving = np.isfinite(e) & (e != 0)
+        zeroed = float(np.mean(i[moving] == 0)) if moving.any() else 0.0
+        if lost >= GRAD_LOSS and zeroed >= 0.5:
+            found.append([name, lost, zeroed])
+    if not found:
+        return []
+    out = []
+    best: dict[str, tuple[float, float]] = {}
+    for scale in SCALES:  # one reference per scale, for every gradient at once
+        with np.errstate(all="ignore"):
+            _, ideals, _ = reference(scaled_loss(graph, scale), values)
+        for name, lost, _ in found:
+            k = graph.wrt.index(name)
+            left, _ = _lost(np.ravel(exact[k]), np.ravel(ideals[0][k]) / scale)
+            if np.isfinite(left) and left < best.get(name, (0.0, lost))[1]:
+                best[name] = (scale, left)
+    for name, lost, zeroed in found:
+        scale, left = best.get(name, (0.0, lost))
+        out.append(GradientLoss(name, low[0], lost, zeroed, scale if left * 2 <= lost else 0.0, left))
+    return out
+
+
+def gradient_finding(executor: str, policy: str, graph: Graph, loss: GradientLoss, input_set: int) -> Finding:
+    """The model-hazard finding of a gradient lost to 16-bit underflow (error class grad-underflow)."""
+    from .precision_hazards import consumer_op
+
+    op = consumer_op(graph, loss.wrt)
+    fix = (f"scale the loss by {loss.scale:g} before backward and unscale the gradients in float32 "
+           f"(torch.amp.GradScaler(init_scale={loss.scale:g})): {loss.with_scale:.0%} lost with it"
+           if loss.scale else "keep the backward's values in float32 (no loss scale up to 65536 gives it back)")
+    message = (f"under {policy}, the gradient of `{loss.wrt}` loses {loss.lost:.0%} of its value (relative RMS against "
+               f"the exact gradient) in an ideal {loss.dtype} backward: {loss.zeroed:.0%} of its non-zero elements "
+               f"underflow to 0; fix: {fix}")
+    return Finding("model-hazard", executor, [op], [loss.dtype], "grad-underflow", message, kind="model-hazard",
+                   ratio=loss.lost / GRAD_LOSS, input_set=input_set, output=loss.wrt, node=loss.wrt,
+                   details={"policy": policy, "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
+                            "with_scale": loss.with_scale, "fix": fix, "gradient": loss.wrt})

@@ -173,3 +173,24 @@ def test_optimizer_family_draws_every_optimizer_master_weights_and_gradient_sour
     assert kinds == {"sgd", "momentum", "adam", "adamw"}
     assert {c.meta["detail"]["optimizer"]["master"] for c in drawn} == {True, False}
     assert {c.meta["detail"]["optimizer"]["source"] for c in drawn} == {"direct", "sparse", "accumulated", "unscaled"}
+
+
+def test_fp16_gradients_underflowing_without_loss_scaling_are_a_hazard_the_named_scale_fixes(checker: Checker) -> None:
+    """mean(x * w) over 4096 float16 values with w ~ 1e-4: the gradient of x is w / 4096 ~ 2e-8, below float16's
+    smallest subnormal, so an ideal float16 backward returns zeros (eager's too). A training hazard naming
+    GradScaler's 65536, checked: the scaled program's gradients, unscaled, are back."""
+    graph = {"format": "precfuzz-graph/1",
+             "inputs": [{"name": "x", "shape": [64, 64], "dtype": "float16", "grad": True, "role": "input",
+                         "kind": "tensor", "init": {"dist": "normal", "seed": 1}},
+                        {"name": "w", "shape": [64, 64], "dtype": "float16", "role": "param", "kind": "tensor",
+                         "init": {"dist": "normal", "std": 1e-4, "seed": 2}}],
+             "nodes": [{"id": "p", "op": "mul", "inputs": ["x", "w"], "attrs": {}},
+                       {"id": "loss", "op": "mean", "inputs": ["p"], "attrs": {}}],
+             "outputs": ["loss"]}
+    result = checker.check(case_from_json(graph))
+    hazards = [f for f in result.findings if f.error_class == "grad-underflow"]
+    assert len(hazards) == 1 and hazards[0].kind == "model-hazard", result.findings
+    assert hazards[0].details["scale"] == 65536.0 and hazards[0].details["with_scale"] < 0.01
+    assert "GradScaler(init_scale=65536)" in hazards[0].message
+    assert title(hazards[0]).startswith("Training hazard: float16 mul backward: the gradient of x underflows")
+    assert not [f for f in result.findings if f.kind == "backend-bug"], result.findings

@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from oracles.bugs import UPDATE_HAZARDS
+from oracles.bugs import TRAINING_HAZARDS, UPDATE_HAZARDS
 from oracles.findings import Finding
 from oracles.vocabulary import ExecutorName
 
@@ -206,7 +206,7 @@ def precision_hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf
 def update_hazard_of(f: Finding, sc: Scenario, bf16_module: bool) -> Hazard:
     """A training hazard of the optimizer step (--train): the parameter tensor whose update is lost, with its fix."""
     row = row_label(sc.policies.get(f.executor, "declared"), sc.label, bf16_module)
-    param = f.node.removesuffix("_new")
+    param = f.node.removesuffix("_new")  # a step's node is `<param>_new`; a gradient's hazard names the parameter
     return Hazard([row], [f.executor], param, f.ops[0] if f.ops else "?", "", "", "", f.dtypes[0] if f.dtypes else "?",
                   f.dtypes[0] if f.dtypes else "?", [], [], str(f.details.get("fix", "")), f.message,
                   precision=float(f.details.get("loss", 0.0)), update=f.error_class)
@@ -216,7 +216,7 @@ def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module:
     """A model-hazard finding located in the user's code, with its one-line fix."""
     if f.error_class == "precision":
         return precision_hazard_of(f, sc, sources, bf16_module)
-    if f.error_class in UPDATE_HAZARDS:
+    if f.error_class in TRAINING_HAZARDS:
         return update_hazard_of(f, sc, bf16_module)
     graph = sc.policy_graphs[f.executor]
     typed = infer(graph)
@@ -308,7 +308,7 @@ def build(model: str, scenarios: list[Scenario], sources: dict[str, Source], not
         cells += cells_of(sc, bf16)
         lines = sc.sources if sc.sources is not None else sources
         for f in sc.result.findings:
-            key = f"{sc.label}|{f.signature}" + (f"|{f.node}" if f.error_class in UPDATE_HAZARDS else "")  # per tensor
+            key = f"{sc.label}|{f.signature}" + (f"|{f.node}" if f.error_class in TRAINING_HAZARDS else "")  # per tensor
             if key in seen:
                 continue
             seen.add(key)
@@ -412,7 +412,11 @@ def _update_lines(hazards: list[Hazard]) -> list[str]:
     out = []
     for (rows, kind, dtype, fix), hs in groups.items():
         hs.sort(key=lambda h: -(h.precision or 0.0))
-        tensors = ", ".join(f"`{h.node}` {h.precision:.0%}" if kind == "update-lost" else f"`{h.node}`" for h in hs)
+        tensors = ", ".join(f"`{h.node}` {h.precision:.0%}" if kind != "update-nonfinite" else f"`{h.node}`" for h in hs)
+        if kind == "grad-underflow":
+            out += [f"  under {rows}: the gradients of {len(hs)} parameter tensor(s) underflow in an ideal {dtype} "
+                    f"backward (relative RMS lost against the exact gradient): {tensors}", f"      fix: {fix}"]
+            continue
         what = "give inf/NaN updates" if kind == "update-nonfinite" else "lose this much of their update"
         out += [f"  under {rows}: the {dtype} {hs[0].op} of {len(hs)} parameter tensor(s) {what} (relative RMS "
                 f"against the exact step), on every backend, eager included: {tensors}", f"      fix: {fix}"]
