@@ -89,3 +89,16 @@ def test_audit_train_refuses_an_optimizer_that_raises_in_one_line(tmp_path: Path
     code, out, err = _audit(str(model), "--train", "--executors", "torch/eager")
     assert code == 2 and "Traceback" not in err
     assert "optimizer(params) raised RuntimeError: no optimizer today" in err.strip().splitlines()[-1], err[-1000:]
+
+
+def test_regression_a_line_inside_a_library_model_is_not_called_at_precfuzzs_own_loss_wrapper() -> None:
+    """A timm ViT audited with --train said `(called at training.py:40)`: the loss module precfuzz wraps the model in
+    was taken for the user's call site. precfuzz's own frames are never the user's line."""
+    from types import SimpleNamespace
+
+    from fuzzer.audit.translate import OWN_CODE, source_of
+
+    trace = (f'File "{OWN_CODE}audit/training.py", line 40, in forward\n    out = self.model(*inputs)\n'
+             'File "/venv/lib/python3.11/site-packages/timm/layers/mlp.py", line 52, in forward\n    x = self.fc2(x)\n')
+    src = source_of(SimpleNamespace(meta={"stack_trace": trace}, target="linear"), "/tmp/user_model.py")
+    assert src.file.endswith("timm/layers/mlp.py") and "training.py" not in src.where(), src

@@ -125,6 +125,9 @@ def _last_line(exc: BaseException) -> str:
 # ---------------------------------------------------------------- sources
 
 
+OWN_CODE = str(Path(__file__).resolve().parents[1]) + "/"  # precfuzz's fuzzer/ package: no user line is in it
+
+
 def source_of(fx_node: Any, model_file: str | None) -> Source:
     """The user's line that made `fx_node`: the last frame in the model file, else the last frame outside torch."""
     trace = fx_node.meta.get("stack_trace") or ""
@@ -141,7 +144,8 @@ def source_of(fx_node: Any, model_file: str | None) -> Source:
             code = lines[k + 1].strip() if k + 1 < len(lines) else ""
             parsed.append((fname, lineno, code))
     mine = [p for p in parsed if model_file and Path(p[0]).resolve() == Path(model_file).resolve()]
-    outside = [p for p in parsed if "/torch/" not in p[0] and "/site-packages/" not in p[0]]
+    outside = [p for p in parsed if "/torch/" not in p[0] and "/site-packages/" not in p[0]
+               and not p[0].startswith(OWN_CODE)]  # never precfuzz's own wrapper (audit --train's loss module)
     fname, lineno, code = (mine or outside or parsed or [("", 0, "")])[-1]
     library = ""
     libs = [p for p in parsed if "/site-packages/" in p[0] and "/site-packages/torch/" not in p[0]]
