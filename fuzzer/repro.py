@@ -24,6 +24,7 @@ from oracles.bounds import allowed_ulps, slack_ulps
 from oracles.error_bounds import MARGIN, rounding_chain
 from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
+from oracles.training_hazards import UPDATE_LOSS
 
 from . import __version__
 from .dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION, is_float
@@ -247,6 +248,8 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
         return render_status(case, finding, executor, title, set_index)
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return _precision_script(case, finding, executor, title, set_index)
+    if finding.oracle == "model-hazard" and finding.error_class in ("update-lost", "update-nonfinite"):
+        return _update_script(case, finding, executor, title, set_index)
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)
     if isinstance(executor, TVMExecutor):
         return _tvm_script(case, finding, executor, title, set_index, ev)
@@ -546,6 +549,45 @@ def _precision_script(case: Case, finding: Finding, ex: Any, title: str, set_ind
                 f"print(f'{comment(finding.output)}: relative RMS error {{loss:.3g}} against the float32 model, in "
                 f"PyTorch eager on the CPU; fix: ' + {fix!r})",
                 f"sys.exit(1 if loss > {PRECISION_LOSS!r} else 0)"])
+    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+
+
+def _update_script(case: Case, finding: Finding, ex: Any, title: str, set_index: int) -> str:
+    """A training hazard of an optimizer step: torch.optim's step in the policy's dtype, in PyTorch eager on the CPU,
+    against the same step in float64 (the exact update) and in float32 (master weights), from the same values."""
+    policy = ex.numeric_graph(case.graph)
+    node = policy.node(finding.node)
+    step = Graph(policy.inputs, policy.nodes, (node.id, node.inputs[0]))  # the updated weight and the weight
+    wide = redeclare(step, LOW_PRECISION, "float32")
+    exact = redeclare(step, LOW_PRECISION + ("float32",), "float64")
+    defs = (render_function(step, "program") + render_function(wide, "master_step")
+            + render_function(exact, "exact_step"))
+
+    def make(inp: Any, expr: str) -> str:
+        return f"torch.tensor({expr})" + ("" if is_float(inp.dtype) else f".to({TORCH_DTYPE[inp.dtype]})")
+
+    made, _ = _input_lines(case, set_index, make)
+    dtypes = [TORCH_DTYPE[i.dtype] if i.kind == "tensor" else "None" for i in policy.inputs]
+    fix = str(finding.details.get("fix", ""))
+    lines = (["import numpy as np", "import torch"] + defs.splitlines() + made
+             + [f"dtypes = [{', '.join(dtypes)}]  # the inputs' dtypes under the {comment(ex.policy)} policy",
+                "inputs = [t.to(d) if torch.is_tensor(t) else t for t, d in zip(inputs, dtypes)]  # rounded once",
+                "def update(fn, dtype):  # (the step's update, in float64) computed in `dtype`",
+                "    new, old = fn(*[t.to(dtype) if torch.is_tensor(t) and t.is_floating_point() else t for t in inputs])",
+                "    return new.double() - old.double()",
+                "with torch.no_grad():",
+                "    exact = update(exact_step, torch.float64)  # torch.optim's step in float64: the exact update",
+                "    got = (lambda new, old: new.double() - old.double())(*program(*inputs))  # in the policy's dtypes",
+                "    master = update(master_step, torch.float32)  # the fix: the step in float32 master weights",
+                "keep = torch.isfinite(exact)",
+                "def lost(u):  # relative RMS of the exact update that `u` loses",
+                "    return ((u[keep] - exact[keep]).pow(2).mean().sqrt() / exact[keep].pow(2).mean().sqrt()).item()",
+                "bad = int((keep & ~torch.isfinite(got)).sum())",
+                "frozen = ((got == 0) & (exact != 0)).double().mean().item()",
+                "print(f'{bad} non-finite update(s); {lost(got):.0%} of the update lost in the 16-bit step, {frozen:.0%} '",
+                "      f'of the weights do not move; {lost(master):.0%} lost with float32 master weights. Fix: ' + "
+                f"{fix!r})",
+                f"sys.exit(1 if bad or lost(got) >= {UPDATE_LOSS!r} else 0)"])
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 

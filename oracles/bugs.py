@@ -259,7 +259,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     if finding.kind == "model-hazard" and finding.error_class in UPDATE_HAZARDS:
         d = finding.details
         what = ("gives inf/NaN updates" if finding.error_class == "update-nonfinite"
-                else f"loses {float(d.get('loss', 0)):.0%} of its update")
+                else f"loses {float(d.get('loss', 0)):.0%} of its update" if float(d.get("frozen", 1.0)) >= 0.5
+                else f"gets its update {float(d.get('loss', 0)):.0%} wrong")
         return (f"Training hazard: {dc} {op} {what} under "
                 f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; {clip(str(d.get('fix', '')), 90)}")
     if finding.kind == "model-hazard" and finding.error_class == "precision":

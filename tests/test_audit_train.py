@@ -102,3 +102,17 @@ def test_regression_a_line_inside_a_library_model_is_not_called_at_precfuzzs_own
              'File "/venv/lib/python3.11/site-packages/timm/layers/mlp.py", line 52, in forward\n    x = self.fc2(x)\n')
     src = source_of(SimpleNamespace(meta={"stack_trace": trace}, target="linear"), "/tmp/user_model.py")
     assert src.file.endswith("timm/layers/mlp.py") and "training.py" not in src.where(), src
+
+
+def test_regression_running_statistics_take_no_gradient(tmp_path: Path) -> None:
+    """The training zoo's resnet18 ended in an internal error: every float parameter input took a gradient, the
+    BatchNorm's running_mean too, and autograd refuses it. Only the module's trainable parameters do now."""
+    model = tmp_path / "bn.py"
+    model.write_text("import torch\n\n\ndef make():\n    torch.manual_seed(0)\n"
+                     "    m = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))\n"
+                     "    return m.eval(), (torch.randn(1, 3, 8, 8),)\n")
+    code, out, err = _audit(str(model), "--train", "--executors", "torch/eager", "--json", "--no-minimize",
+                            "--out", str(tmp_path / "out"))
+    assert code in (0, 1), err[-2000:]
+    rows = {c["row"] for c in json.loads(out)["table"]}
+    assert any("optimizer step" in r for r in rows)

@@ -194,3 +194,43 @@ def test_fp16_gradients_underflowing_without_loss_scaling_are_a_hazard_the_named
     assert "GradScaler(init_scale=65536)" in hazards[0].message
     assert title(hazards[0]).startswith("Training hazard: float16 mul backward: the gradient of x underflows")
     assert not [f for f in result.findings if f.kind == "backend-bug"], result.findings
+
+
+def _scalar_step(op: str, dtype: str, values: dict, attrs: dict | None = None) -> dict:
+    """A 0-dim optimizer step with constant inputs (the minimized form of triage21's training hazards)."""
+    inputs = [{"name": n, "shape": [], "dtype": dtype, "role": "param", "kind": "tensor",
+               "init": {"dist": "constant", "value": v}} for n, v in values.items()]
+    return {"format": "precfuzz-graph/1", "inputs": inputs,
+            "nodes": [{"id": "weight_new", "op": op, "inputs": list(values), "attrs": attrs or {}}],
+            "outputs": ["weight_new"]}
+
+
+def test_regression_an_update_float32_loses_too_is_no_training_hazard(checker: Checker) -> None:
+    """triage21 bd5c50f359: SGD at lr 0.01 of a gradient of 8e-7 on a weight of 1 (an update of 8e-9) was filed as
+    bf16's loss with master weights as the fix, but float32 master weights lose it as well (below float32's half
+    ULP): not the policy's precision to lose."""
+    from oracles import training_hazards
+
+    case = case_from_json(_scalar_step("sgd_step", "bfloat16", {"weight": 1.0, "grad_dense": -8e-7}))
+    assert training_hazards.judge(case.graph, input_values(case, 0)) == []
+
+
+def test_regression_an_update_rounded_up_to_a_whole_ulp_is_said_to_be_wrong_not_lost(checker: Checker) -> None:
+    """triage21 b6ad04c2a7: float16 Adam moving a weight of 1 by 2.85e-4 (0.58 ULP) moves it a whole ULP (171% of
+    the update): the hazard said it 'loses 71%' and blamed an update below half an ULP; it overshoots. The script
+    shows it and that float32 master weights give the update back, exit 1."""
+    import subprocess
+    import sys
+
+    from fuzzer.executors import create
+    from fuzzer.repro import render
+
+    case = case_from_json(_scalar_step("adam_step", "float16", {"weight": 1.0, "grad": 0.0, "exp_avg": 1.0,
+                                                                 "exp_avg_sq": 1.0}, {"lr": 1e-3}))
+    hazards = [f for f in checker.check(case, ["torch/eager"]).findings if f.error_class == "update-lost"]
+    assert len(hazards) == 1 and "gets its update 71% wrong" in hazards[0].message, hazards
+    assert "below half an ULP" not in hazards[0].message and "moves by whole ULPs" in hazards[0].message
+    script = render(case, hazards[0], create("torch/eager"), "t")
+    done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr[-800:]
+    assert "71% of the update lost in the 16-bit step" in done.stdout and "0% lost with float32 master" in done.stdout

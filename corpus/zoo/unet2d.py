@@ -46,5 +46,5 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 def loss(prediction: torch.Tensor, sample: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
     """The diffusion (epsilon-prediction) loss (`precfuzz audit --train`, the training zoo): mean squared error in
     float32 against a fixed noise target made from the sample (deterministic: no RNG inside the captured graph)."""
-    target = sample.float().flip(-1) * 0.5
+    target = sample.float() * 0.5
     return (prediction.float() - target).square().mean()

@@ -158,7 +158,9 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         if why:
             tr.notes.append(why)
         if spec is not None:
-            tr.optimizer = spec
+            from .training import trainable
+
+            tr.optimizer, tr.trainable = spec, trainable(module)
             tr.notes.append(said)
         stage("forward")  # after the export: whatever forward changes in the module, the case holds what was exported
         tr.eager_error = eager_error(module, example)

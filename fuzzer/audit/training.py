@@ -79,13 +79,22 @@ def describe(spec: dict[str, Any]) -> str:
     return f"{name}(lr={spec['lr']:g})"
 
 
-def with_gradients(case: Case) -> Case:
-    """The captured loss graph as a training case: a gradient for every floating-point parameter."""
+def trainable(model: Any) -> frozenset[str]:
+    """The names of the module's parameters that take a gradient (buffers, such as running statistics, do not)."""
+    return frozenset(name for name, p in model.named_parameters() if p.requires_grad)
+
+
+def with_gradients(case: Case, names: frozenset[str] | None = None) -> Case:
+    """The captured loss graph as a training case: a gradient for every trainable floating-point parameter
+    (`names`; every float parameter input when None)."""
     graph = case.graph
-    if not any(i.role == "param" and i.kind == "tensor" and is_float(i.dtype) for i in graph.inputs):
+
+    def takes(i: Input) -> bool:
+        return i.role == "param" and i.kind == "tensor" and is_float(i.dtype) and (names is None or i.name in names)
+
+    if not any(takes(i) for i in graph.inputs):
         raise TrainingError("the model has no floating-point parameters to train")
-    inputs = tuple(replace(i, grad=True) if i.role == "param" and i.kind == "tensor" and is_float(i.dtype) else i
-                   for i in graph.inputs)
+    inputs = tuple(replace(i, grad=True) if takes(i) else i for i in graph.inputs)
     trained = Graph(inputs, graph.nodes, graph.outputs)
     loss = infer(trained).values[trained.outputs[0]]
     if loss.shape != () or not is_float(loss.dtype):

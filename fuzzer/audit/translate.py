@@ -56,6 +56,7 @@ class Translation:
     bf16: "Translation | None" = None  # the module after model.to(bfloat16), float inputs cast, exported as such
     eager_error: str = ""  # what the module raised under eager PyTorch on its own example args ("" if it ran)
     optimizer: dict[str, Any] | None = None  # --train: the optimizer step's hyperparameters (audit.training)
+    trainable: frozenset[str] | None = None  # --train: the parameters that take a gradient (not buffers)
 
     def unexplained_eager_error(self) -> str:
         """The eager error when no dtype break of the captured graph explains it (a model hazard the audit reports

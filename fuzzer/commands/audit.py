@@ -100,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
                 from ..audit.training import TrainingError, with_gradients
 
                 try:
-                    tr.case = with_gradients(tr.case)
+                    tr.case = with_gradients(tr.case, tr.trainable)
                     if tr.bf16 is not None:
-                        tr.bf16.case = with_gradients(tr.bf16.case)
+                        tr.bf16.case = with_gradients(tr.bf16.case, tr.trainable)
                 except TrainingError as exc:
                     raise AuditInputError(f"{path}:{func}: {exc}") from None
         except AuditInputError as exc:
