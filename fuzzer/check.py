@@ -197,8 +197,14 @@ class Checker:
                 if ex.judge_numbers:
                     answers[name] = self._numbers(ex.numeric_graph(graph), sets, numbers)
             hazards = self._precision_hazards(case, names, sets, answers, ctx)
-        finally:
-            backends.join()
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                backends.join()
+            else:  # Ctrl-C, SIGTERM: the backends' calls in flight (a costly case keeps a worker busy for minutes)
+                self.pool.abort()  # are not waited for: killed, the workers answer at once
+                backends.join(timeout=5.0)
+            raise
+        backends.join()
         if failed:
             raise failed[0]
         t2 = time.perf_counter()

@@ -15,6 +15,7 @@ import traceback
 from typing import NoReturn
 
 from .commands.common import EXIT_INTERNAL, UsageError, fail, one_line
+from .terminating import ended_soon_after_interrupt
 
 # subcommand -> module in fuzzer.commands exposing add_arguments(parser) and run(args) -> exit status
 COMMANDS: dict[str, str] = {
@@ -31,6 +32,9 @@ COMMANDS: dict[str, str] = {
 }
 
 EXIT_OK, EXIT_FINDING, EXIT_BAD_INPUT = 0, 1, 2
+# Ctrl-C ends these within seconds even inside one long numpy call (terminating.ended_soon_after_interrupt); `run`
+# has two steps of its own (the first finishes the cases in flight, the second saves and ends at once)
+PROMPT_ON_INTERRUPT = frozenset({"check", "export", "minimize"})
 DEBUG_ENV = "PRECFUZZ_DEBUG"  # set to 1 to let internal errors raise with their traceback
 
 
@@ -79,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command in PROMPT_ON_INTERRUPT:
+            with ended_soon_after_interrupt():  # disarmed once the block is left: then only the line below is left
+                return int(args._run(args))
         return int(args._run(args))
     except UsageError as exc:
         return fail(str(exc))

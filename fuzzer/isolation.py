@@ -71,6 +71,20 @@ class _Spawner:
 
 SPAWNER = _Spawner()
 
+# pids (= process groups: each starts a session) of the workers this process started and has not reaped: what an
+# interrupt that cannot wait for the way out (terminating.ended_soon_after_interrupt) kills
+_LIVE: set[int] = set()
+
+
+def kill_every_worker() -> None:
+    """SIGKILL the process group of every worker this process started (their children too); no reaping, no
+    bookkeeping: safe from any thread, for a process about to end (or about to read its workers' EOF)."""
+    for pid in list(_LIVE):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
 
 def _new_log(log_dir: Path, stem: str) -> Path:
     """A log file of its own: stem-N.log with the first N no other worker has taken."""
@@ -157,6 +171,7 @@ class WorkerProcess:
             [sys.executable, "-m", "fuzzer.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._log, env=env, start_new_session=True,
         )
+        _LIVE.add(self.proc.pid)
         self.spawned = time.monotonic()
         self.calls = 0
         self.pending = 0
@@ -227,6 +242,7 @@ class WorkerProcess:
             return oc.timeout(timeout)
         except (EOFError, BrokenPipeError, OSError):
             code = self.proc.wait(timeout=10)
+            _LIVE.discard(self.proc.pid)
             self.restarts += 1
             self.proc = None
             sig = -code if code < 0 else None
@@ -253,6 +269,8 @@ class WorkerProcess:
             except (ProcessLookupError, PermissionError):
                 self.proc.kill()
             self.proc.wait()
+        if self.proc is not None:
+            _LIVE.discard(self.proc.pid)
         self.proc = None
 
     def ask_exit(self) -> None:
@@ -270,6 +288,16 @@ class WorkerProcess:
             except (BrokenPipeError, OSError):
                 pass
 
+    def abort(self) -> None:
+        """SIGKILL the worker's process group now, from any thread, without waiting: a call waiting on it (in another
+        thread) reads EOF at once and returns a crash outcome; `stop` reaps it. For an interrupted command."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def stop(self) -> None:
         """Ask the worker to exit, then make sure it has."""
         if self.proc is not None and self.proc.poll() is None:
@@ -279,6 +307,8 @@ class WorkerProcess:
                 self.proc.wait(timeout=5)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 self.kill()
+        if self.proc is not None:
+            _LIVE.discard(self.proc.pid)
         self.proc = None
         self.pending = 0
         if self._log is not None:
@@ -426,7 +456,14 @@ class ExecutorPool:
     def __enter__(self) -> "ExecutorPool":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def abort(self) -> None:
+        """Kill every worker now, waiting for none (Ctrl-C, SIGTERM: calls in flight are not worth finishing)."""
+        for w in self.workers.values():
+            w.abort()
+
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is not None and not issubclass(exc_type, Exception):  # KeyboardInterrupt, SystemExit: at once
+            self.abort()
         self.close()
 
 

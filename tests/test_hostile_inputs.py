@@ -1166,3 +1166,94 @@ def test_regression_audit_of_a_model_torch_export_refuses_prints_no_torch_traceb
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "fake_tensor" not in done.stderr, done.stderr
     assert len(errors) == 1 and "must have same reduction dim" in errors[0], done.stderr
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """Processes (not this one) whose working directory is `folder` or under it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            state = next(line for line in (entry / "status").read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            continue
+        if "Z" not in state.split(":", 1)[1][:3] and (cwd == str(folder) or cwd.startswith(str(folder) + os.sep)):
+            found.append(int(entry.name))
+    return found
+
+
+def _children_of(pid: int) -> list[int]:
+    try:
+        return [int(c) for t in Path(f"/proc/{pid}/task").iterdir()
+                for c in (t / "children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_regression_ctrl_c_during_a_costly_check_stops_within_seconds(tmp_path: Path) -> None:
+    """Round five's `check-sigint-costly`: a check at the multiply-add cap (fp16 2048x2048 @ 2048x4096, no --timeout)
+    exited 185 s after SIGINT: the KeyboardInterrupt reached the main thread (computing the float64 ideals) at once,
+    but its way out joined the backend thread, which waited on the worker still multiplying in fp16. Now the
+    interrupt kills the workers: one line, exit 130, within seconds, and no process left behind."""
+    import signal
+    import time
+
+    body = {"format": "precfuzz-graph/1",
+            "inputs": [{"name": n, "role": "input", "kind": "tensor", "shape": s, "dtype": "float16",
+                        "init": {"dist": "normal", "seed": k}} for k, (n, s) in enumerate((("a", [2048, 2048]),
+                                                                                         ("b", [2048, 4096])), 1)],
+            "nodes": [{"id": "y", "op": "matmul", "inputs": ["a", "b"]}], "outputs": ["y"]}
+    (tmp_path / "c.json").write_text(json.dumps(body))
+    proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "check", "c.json", "--executors", "torch/eager"],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _children_of(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)  # its worker started: the case is on its way to it
+        assert proc.poll() is None and _children_of(proc.pid), proc.communicate()
+        time.sleep(4.0)  # the worker multiplies in fp16 (minutes on a CPU); the main thread computes the ideals
+        assert proc.poll() is None, "the check ended before it was interrupted (too fast a machine for this case)"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130 and took < 10.0, (proc.returncode, took, err[-2000:])
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("interrupted") and "Traceback" not in err, err
+    time.sleep(0.5)
+    assert _processes_in(tmp_path) == []  # the worker (its own session) is gone too
+
+
+def test_ctrl_c_inside_one_long_numpy_call_ends_the_command_after_the_grace(tmp_path: Path) -> None:
+    """The backstop: a main thread inside one long C call acts on KeyboardInterrupt only when it returns; the watcher
+    of terminating.ended_soon_after_interrupt ends the process (130, one line) `grace_s` after the signal."""
+    import signal
+    import time
+
+    code = ("import numpy as np, sys; from fuzzer.terminating import ended_soon_after_interrupt\n"
+            "a = np.ones((1500, 1500), np.longdouble)\n"
+            "with ended_soon_after_interrupt(grace_s=1.0):\n"
+            "    print('busy', flush=True); a @ a @ a @ a\n"
+            "print('the call returned', flush=True)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "busy"
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130 and took < 5.0 and "returned" not in out, (proc.returncode, took, out, err)
+    assert err.strip().startswith("interrupted") and len(err.strip().splitlines()) == 1, err
