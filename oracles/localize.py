@@ -31,6 +31,12 @@ Run = Callable[[Graph, Values], Outcome]  # the executor at fault on one graph a
 Probe = tuple[dict[str, np.ndarray], dict[str, "str | None"], dict[str, str]]
 
 
+def forward_inputs(graph: Graph) -> tuple[Any, ...]:
+    """A graph's inputs without gradient flags: a probe or prefix of a training case is a forward program (its
+    first output is no loss; triage21: every forward finding of a training case went unlocalized, named the loss)."""
+    return tuple(replace(i, grad=False) if i.grad else i for i in graph.inputs)
+
+
 def probe(s: Subject, inputs: Values, run: Run, k: int = -1) -> Probe | None:
     """The executor's values, device dtypes and reported dtypes of every tensor node of the case graph.
 
@@ -43,7 +49,7 @@ def probe(s: Subject, inputs: Values, run: Run, k: int = -1) -> Probe | None:
     if 0 <= k < len(s.outcomes) and list(s.graph.outputs) == names:
         outcome = s.outcomes[k]
     else:
-        outcome = run(Graph(s.graph.inputs, s.graph.nodes, tuple(names)), inputs)
+        outcome = run(Graph(forward_inputs(s.graph), s.graph.nodes, tuple(names)), inputs)
     if not outcome.ok or outcome.outputs is None:
         return None
     device = dict(zip(names, outcome.info.get("device_dtypes") or [None] * len(names)))
@@ -155,6 +161,19 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        max_ulp=v.stats.max_ulp, input_set=finding.input_set, node=node,
                        details={**details, "evidence": evidence})
     st = v.stats
+    fused = fused_producer(s, node, inputs, observed, run) if not v.underflow and not v.excess else None
+    if fused is not None:  # the node alone is right: its producer's lowering, fused into it, is not
+        producer, pair = fused
+        p_ops, p_dtypes = node_signature(s.numeric, typed, producer)
+        cls = "nonfinite" if pair.nonfinite_mismatch else "bound"
+        what = (f"{pair.nonfinite_mismatch} non-finite value(s) where the reference is finite" if pair.nonfinite_mismatch
+                else f"max error {pair.max_abs:.4g} ({pair.max_ulp:.1f} ULP) is {pair.ratio:.3g}x the allowed error")
+        msg = (f"{producer} ({p_ops[0]}, {p_dtypes[0]}) computed with {node} ({ops[0]}) after it: {what} at {node}, "
+               f"fed {producer}'s own operands, while {node} alone on the same values is within its bound (the "
+               f"backend's {p_ops[0]} is wrong where it feeds {ops[0]})")
+        return replace(finding, ops=p_ops, dtypes=p_dtypes, node=producer, error_class=cls, message=msg,
+                       ratio=pair.ratio, max_ulp=pair.max_ulp,
+                       details={**details, "fused_into": node, "consumer_op": ops[0]})
     broke = cast_semantics.cast_range(s.numeric, node, inputs, observed) if st.nonfinite_mismatch else None
     if broke is not None:  # PyTorch's cast gives NaN/inf past the fp8 range: a dtype-semantics finding
         return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cast_semantics.CLASS,
@@ -189,6 +208,69 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
                    max_ulp=st.max_ulp, details=details)
 
+def chain_graph(graph: Graph, ids: list[str]) -> Graph:
+    """The nodes `ids` (in graph order) computing the last of them, every other operand an input of its own."""
+    from fuzzer.ir import Input
+
+    typed = infer(graph)
+    made = set(ids)
+    nodes = tuple(n for n in graph.nodes if n.id in made)
+    inputs = []
+    for operand in dict.fromkeys(o for n in nodes for o in n.inputs if isinstance(o, str) and o not in made):
+        info = typed.values[operand]
+        inputs.append(Input(operand, info.shape if info.kind != "scalar" else (), info.dtype,
+                            kind="scalar" if info.kind == "scalar" else "tensor"))
+    return Graph(tuple(inputs), nodes, (ids[-1],))
+
+
+def _judged(sub: Graph, values: Values, run: Run) -> Any:
+    """The last node of `sub` run on the backend and judged against its exact answer (None: it did not run)."""
+    out = run(sub, values)
+    if not out.ok or not out.outputs:
+        return None
+    name = sub.outputs[0]
+    dtype = infer(sub).values[name].dtype
+    if dtype not in FLOAT_FORMATS:
+        return None
+    exact = evaluate(sub, values, rounded=False)[name]
+    return node_stats(sub.node(name).op, np.asarray(out.outputs[0], dtype=np.float64), exact,
+                      ideal_values(sub, values)[name], dtype)
+
+
+def fused_producer(s: Subject, node: str, inputs: Values, observed: dict[str, np.ndarray],
+                   run: Run) -> tuple[str, Any] | None:
+    """The producer to blame when `node` is out of bound only as the backend computes it with its producer.
+
+    A backend may fuse an op into its consumer and compute it there otherwise than when its value is an output
+    (torch_xla: a layer_norm whose statistics feed a following sum or mean in one fusion), so the probe sees the
+    producer right and the consumer wrong (issue 33, triage21: six records named sum, mean or neg for a norm's
+    fault). Where `node` alone, on the very operands the probe saw, is within its bound on the backend, each float
+    producer of it is run with it (fed the producer's own operands, only `node` an output): the first for which
+    `node` is out of bound is named, with that pair's stats. None: the node alone is out of bound (its own fault),
+    or no pair shows it."""
+    graph = s.numeric
+    typed = infer(graph)
+    env = {**rounded_inputs(graph, inputs), **{k: np.asarray(v, dtype=np.float64) for k, v in observed.items()}}
+    alone = chain_graph(graph, [node])
+    if any(i.name not in env for i in alone.inputs):
+        return None
+    st = _judged(alone, {i.name: env[i.name] for i in alone.inputs}, run)
+    if st is None or st.ratio > 1.0:
+        return None
+    producers = {n.id for n in graph.nodes}
+    for operand in dict.fromkeys(o for o in graph.node(node).inputs if isinstance(o, str)):
+        if operand not in producers or typed.values[operand].kind == "scalar" or \
+                typed.values[operand].dtype not in FLOAT_FORMATS:
+            continue
+        pair = chain_graph(graph, [operand, node])
+        if any(i.name not in env for i in pair.inputs):
+            continue
+        st = _judged(pair, {i.name: env[i.name] for i in pair.inputs}, run)
+        if st is not None and st.ratio > 1.0:
+            return operand, st
+    return None
+
+
 def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
     """Name the first node whose prefix of the graph raises the same error (bisection over prefixes, each with
     every tensor node as an output, so a longer prefix keeps whatever a shorter one raised on)."""
@@ -200,7 +282,7 @@ def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
         outs = tuple(n.id for n in nodes[:k + 1] if typed.values[n.id].kind != "scalar")
         if not outs:
             return False
-        o = run(Graph(s.graph.inputs, tuple(nodes[:k + 1]), outs), inputs)
+        o = run(Graph(forward_inputs(s.graph), tuple(nodes[:k + 1]), outs), inputs)
         return o.status in ("error", "unsupported") and (classify_error(o), message_key(o.message)) == wanted
 
     if not nodes or not raises(len(nodes) - 1):
@@ -260,7 +342,7 @@ def bare_departure(s: Subject, prefix: list[Any], node: Any, inputs: Values,
     if not dropped:
         return None
     bare = replace(node, inputs=tuple(None if k in dropped else o for k, o in enumerate(node.inputs)))
-    graph = Graph(s.graph.inputs, (*prefix, bare), (node.id,))
+    graph = Graph(forward_inputs(s.graph), (*prefix, bare), (node.id,))
     try:
         want = s.reported(infer(graph).values[node.id].dtype)
     except IRError:
@@ -277,7 +359,7 @@ def departure(s: Subject, typed: Any, prefix: list[Any], inputs: Values, run: Ru
     outs = tuple(n.id for n in prefix if typed.values[n.id].kind != "scalar")
     if not outs:
         return None
-    o = run(Graph(s.graph.inputs, tuple(prefix), outs), inputs)
+    o = run(Graph(forward_inputs(s.graph), tuple(prefix), outs), inputs)
     if not o.ok or o.outputs is None:
         return None
     for name, value in zip(outs, o.outputs):
@@ -316,7 +398,7 @@ def dtype(finding: Finding, s: Subject, inputs: Values, run: Run, eager: Run | N
         return finding
     _, _, reported = seen
     names = tuple(reported)
-    e = eager(Graph(s.policy.inputs, s.policy.nodes, names), rounded_inputs(s.policy, inputs))
+    e = eager(Graph(forward_inputs(s.policy), s.policy.nodes, names), rounded_inputs(s.policy, inputs))
     if not e.ok:
         return finding
     values, typed = seen[0], infer(s.graph)

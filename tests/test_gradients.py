@@ -317,3 +317,25 @@ def test_regression_the_cancellation_floor_of_huge_gradients_does_not_overflow()
         floor = cancellation(np.array([3.0e38, -3.0e38, np.inf]), np.array([-3.0e38, 3.0e38, 1.0]))
     assert np.isfinite(floor) and floor > 0
     assert cancellation(np.zeros(3), np.zeros(3)) == 0.0
+
+
+def test_regression_a_forward_finding_of_a_training_case_is_localized_to_its_node() -> None:
+    """triage21: six records named the loss's sum, mean or neg for a norm's fault (bf46602d33: torch_xla's float32
+    layer_norm of a constant row of 1000 is NaN, filed as `mean`). The probe that localizes a forward finding ran
+    the training case with every node as an output, so its first output was no loss and the run failed: every
+    forward finding of a training case stayed on the output's op. The probe is a forward program now."""
+    from fuzzer.check import Checker
+    from fuzzer.executors import create
+    from fuzzer.isolation import ExecutorPool
+
+    if create("xla/native").availability() is not None:
+        pytest.skip("torch_xla unavailable")
+    case = case_from_json({"format": "precfuzz-graph/1", "inputs": [
+        {"dtype": "float32", "grad": True, "init": {"dist": "constant", "value": 1000.0}, "kind": "tensor",
+         "name": "latents", "role": "input", "shape": [5]}],
+        "nodes": [{"attrs": {"normalized_shape": [5]}, "id": "layer_norm1", "inputs": ["latents"], "op": "layer_norm"},
+                  {"attrs": {}, "id": "loss", "inputs": ["layer_norm1"], "op": "mean"}], "outputs": ["loss"]})
+    with ExecutorPool(["xla/native"]) as pool:
+        result = Checker(pool).check(case, ["xla/native"])
+    forward = [f for f in result.findings if f.kind == "backend-bug" and not f.details.get("grad")]
+    assert forward and forward[0].ops == ["layer_norm"] and forward[0].node == "layer_norm1", result.findings

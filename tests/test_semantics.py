@@ -1082,3 +1082,36 @@ def test_regression_the_error_scale_of_a_node_without_operands_is_no_internal_er
 
     node = Node("c", "full", (), {"shape": [2, 3], "value": 1.5, "dtype": "float16"})
     assert passed_through(node, {}, "float16") is None
+
+
+def test_a_producer_wrong_only_where_it_feeds_its_consumer_is_named_not_the_consumer() -> None:
+    """A backend that fuses a norm into the reduction after it can compute the norm right as an output and wrong
+    inside the fusion: the probe then sees the reduction out of bound on right operands. Where the reduction alone
+    on those operands is right and the pair is wrong, the producer is named (oracles.localize.fused_producer),
+    here with a backend that errs only when it runs the two nodes together."""
+    import numpy as np
+
+    from fuzzer.interpret import evaluate
+    from fuzzer.ir import case_from_json, input_values
+    from fuzzer.outcome import Outcome
+    from oracles.localize import fused_producer
+    from oracles.subjects import Subject
+
+    case = case_from_json({"format": "precfuzz-graph/1", "inputs": [
+        {"name": "x", "shape": [4, 8], "dtype": "float32", "kind": "tensor", "init": {"dist": "normal", "seed": 3}}],
+        "nodes": [{"id": "y", "op": "layer_norm", "inputs": ["x"], "attrs": {"normalized_shape": [8]}},
+                  {"id": "s", "op": "sum", "inputs": ["y"], "attrs": {}}], "outputs": ["s"]})
+    graph, values = case.graph, input_values(case, 0)
+
+    def run(sub, vals):  # exact alone; 1.0 off when the layer_norm is computed in the same program as the sum
+        out = evaluate(sub, vals, rounded=False)[sub.outputs[0]]
+        off = 1.0 if {n.op for n in sub.nodes} == {"layer_norm", "sum"} else 0.0
+        return Outcome("ok", [np.asarray(out, dtype=np.float64) + off], ["float32"])
+
+    observed = {k: v for k, v in evaluate(graph, values, rounded=False).items() if k in ("y", "s")}
+    s = Subject("debug/faults", graph, [], graph, graph)
+    named = fused_producer(s, "s", values, observed, run)
+    assert named is not None and named[0] == "y" and named[1].ratio > 1.0
+    exact_run = lambda sub, vals: Outcome("ok", [np.asarray(evaluate(sub, vals, rounded=False)[sub.outputs[0]])],  # noqa: E731
+                                          ["float32"])
+    assert fused_producer(s, "s", values, observed, exact_run) is None
