@@ -295,8 +295,8 @@ def reference_macs(node: Node, typed: "TypedGraph") -> int:
     family, ref = OPS[node.op].family, OPS[node.op].reference.__name__
     out = typed.values[node.id].shape
     shape = lambda k: typed.values[node.inputs[k]].shape  # type: ignore[index]  # noqa: E731
-    if node.op in ("matmul", "bmm", "linear", "scaled_mm"):  # each output element is a dot of the inner dim
-        inner = shape(1)[-1] if node.op == "linear" else shape(0)[-1]
+    if family in ("matmul", "linear", "scaled_mm"):  # each output element is a dot of the inner dim
+        inner = shape(1)[-1] if family == "linear" else shape(0)[-1]  # (linear's weight is [out, in])
         return math.prod(out) * inner
     if family == "conv":  # each output element: C_in / groups x kernel
         return math.prod(out) * math.prod(shape(1)[1:])
