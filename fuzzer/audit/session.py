@@ -226,6 +226,14 @@ def step_scenario(case: Case, spec: dict[str, Any], checker: Checker, names: lis
     values = rounded_inputs(case.graph, input_values(case, 0))
     exact, _, _ = reference(case.graph, values)
     step = step_case(case, dict(zip(case.graph.wrt, exact)), spec)
-    log(f"checking one {describe(spec)} step of {len(step.graph.nodes)} parameter tensor(s)")
+    exs = checker.pool.executors
+    tvm = [n for n in names if n.startswith("tvm/") and n != "tvm/train"]
+    chosen = [n for n in names if not n.startswith("tvm/") and exs[n].policy not in STEP_SKIPS] + tvm[:1]
+    log(f"checking one {describe(spec)} step of {len(step.graph.nodes)} parameter tensor(s) on {', '.join(chosen)}")
     label = f"optimizer step {describe(spec)}"
-    return scenario(label, checker.check(step, [n for n in names if n != "tvm/train"]), checker)
+    return scenario(label, checker.check(step, chosen), checker)
+
+
+# The step is elementwise: TVM's pipelines differ only in passes that decompose norms and attention (one of them runs
+# it), and a trainer steps outside the autocast context (its rows would be the declared ones again).
+STEP_SKIPS = ("autocast-bf16", "autocast-fp16", "autocast")
