@@ -1192,6 +1192,15 @@ def _children_of(pid: int) -> list[int]:
         return []
 
 
+def _interruptible() -> None:
+    """In the child: SIGINT as a terminal delivers it (a suite started in the background, `make test &` or nohup,
+    passes SIGINT on ignored, and an ignored signal is what a background job should ignore: the clean-clone run
+    of these tests failed so)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_regression_ctrl_c_during_a_costly_check_stops_within_seconds(tmp_path: Path) -> None:
     """Round five's `check-sigint-costly`: a check at the multiply-add cap (fp16 2048x2048 @ 2048x4096, no --timeout)
     exited 185 s after SIGINT: the KeyboardInterrupt reached the main thread (computing the float64 ideals) at once,
@@ -1208,7 +1217,8 @@ def test_regression_ctrl_c_during_a_costly_check_stops_within_seconds(tmp_path: 
     (tmp_path / "c.json").write_text(json.dumps(body))
     proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "check", "c.json", "--executors", "torch/eager"],
                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_interruptible)
     try:
         deadline = time.monotonic() + 60
         while not _children_of(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
@@ -1243,7 +1253,8 @@ def test_ctrl_c_inside_one_long_numpy_call_ends_the_command_after_the_grace(tmp_
             "    print('busy', flush=True); a @ a @ a @ a\n"
             "print('the call returned', flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_interruptible)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "busy"
         time.sleep(0.5)
