@@ -116,3 +116,37 @@ def test_regression_running_statistics_take_no_gradient(tmp_path: Path) -> None:
     assert code in (0, 1), err[-2000:]
     rows = {c["row"] for c in json.loads(out)["table"]}
     assert any("optimizer step" in r for r in rows)
+
+
+def test_audit_train_steps_judges_step_n_after_exact_training_and_its_state_is_torch_optims(tmp_path: Path) -> None:
+    """--steps N: step N after N - 1 exact float64 steps. The state the audit carries (moments after 4 AdamW steps at
+    each step's own gradient) is torch.optim.AdamW's in float64, and the audit runs end to end with step 5."""
+    import numpy as np
+    import torch
+
+    from fuzzer.audit.training import DEFAULT_OPTIMIZER, exact_step
+
+    spec = dict(DEFAULT_OPTIMIZER, lr=1e-2)
+    gen = torch.Generator().manual_seed(0)
+    p0 = torch.randn(6, generator=gen, dtype=torch.float64)
+    grads = [torch.randn(6, generator=gen, dtype=torch.float64) for _ in range(4)]
+    w = torch.nn.Parameter(p0.clone())
+    opt = torch.optim.AdamW([w], lr=spec["lr"], betas=(spec["beta1"], spec["beta2"]), eps=spec["eps"],
+                            weight_decay=spec["weight_decay"])
+    p, state = p0.numpy(), {"exp_avg": np.zeros(6), "exp_avg_sq": np.zeros(6)}
+    for k, g in enumerate(grads, 1):
+        w.grad = g.clone()
+        opt.step()
+        p, state = exact_step(spec, p, g.numpy(), state, k)
+    np.testing.assert_allclose(p, w.detach().numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(state["exp_avg_sq"], opt.state[w]["exp_avg_sq"].numpy(), rtol=1e-12)
+
+    model = tmp_path / "block.py"
+    model.write_text(BLOCK)
+    code, out, err = _audit(str(model), "--train", "--steps", "5", "--executors", "torch/eager,xla/bf16-model",
+                            "--json", "--no-minimize", "--out", str(tmp_path / "out"))
+    assert code in (0, 1), err[-2000:]
+    assert any(c["row"].endswith("step 5") for c in json.loads(out)["table"])
+    assert "training 4 exact float64 step(s)" in err
+    code, _, err = _audit(str(model), "--steps", "3")
+    assert code == 2 and "--steps needs --train" in err

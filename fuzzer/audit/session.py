@@ -214,23 +214,30 @@ def explored_bugs(ex: Explored, sources: dict[str, Any]) -> list[Bug]:
 
 
 def step_scenario(case: Case, spec: dict[str, Any], checker: Checker, names: list[str],
-                  log: Callable[[str], None]) -> Scenario:
-    """--train: one optimizer step of every trained parameter with its float64 gradient, on every executor that runs
-    a forward program (tvm/train takes gradients; the step is TVM's optimizer on the other pipelines)."""
+                  log: Callable[[str], None], steps: int = 1) -> Scenario:
+    """--train: optimizer step number `steps` of every trained parameter with its float64 gradient (after steps - 1
+    exact float64 steps of training, each at its own gradient), on every executor that runs a forward program
+    (tvm/train takes gradients; the step is TVM's optimizer on the other pipelines)."""
     from oracles.nodes import rounded_inputs
 
     from ..gradients import reference
     from ..ir import input_values
-    from .training import describe, step_case
+    from .training import advance, describe, step_case
 
     values = rounded_inputs(case.graph, input_values(case, 0))
-    exact, _, _ = reference(case.graph, values)
-    step = step_case(case, dict(zip(case.graph.wrt, exact)), spec)
+
+    def gradients(params: dict[str, Any]) -> dict[str, Any]:
+        return dict(zip(case.graph.wrt, reference(case.graph, {**values, **params})[0]))
+
+    if steps > 1:
+        log(f"training {steps - 1} exact float64 step(s) of {describe(spec)} first")
+    params, grads, state = advance(case, spec, steps, gradients, values)
+    step = (step_case(case, grads, spec) if steps == 1 else step_case(case, grads, spec, steps, params, state))
     exs = checker.pool.executors
     tvm = [n for n in names if n.startswith("tvm/") and n != "tvm/train"]
     chosen = [n for n in names if not n.startswith("tvm/") and exs[n].policy not in STEP_SKIPS] + tvm[:1]
     log(f"checking one {describe(spec)} step of {len(step.graph.nodes)} parameter tensor(s) on {', '.join(chosen)}")
-    label = f"optimizer step {describe(spec)}"
+    label = f"optimizer step {describe(spec)}" + (f", step {steps}" if steps > 1 else "")
     return scenario(label, checker.check(step, chosen), checker)
 
 

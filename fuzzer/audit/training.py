@@ -103,33 +103,86 @@ def with_gradients(case: Case, names: frozenset[str] | None = None) -> Case:
     return case.with_graph(trained)
 
 
-def step_case(case: Case, grads: dict[str, np.ndarray], spec: dict[str, Any]) -> Case:
-    """One optimizer step of every trained parameter with its float64 gradient (state at step 1: zeros), as a case
-    whose outputs are the updated parameters (`<name>_new`)."""
+STATE = {"sgd": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq"), "adamw": ("exp_avg", "exp_avg_sq")}
+
+
+def state_names(spec: dict[str, Any]) -> tuple[str, ...]:
+    """The optimizer state tensors a parameter carries (SGD without momentum: none)."""
+    return () if spec["kind"] == "sgd" and not spec.get("momentum") else STATE[spec["kind"]]
+
+
+def exact_step(spec: dict[str, Any], p: np.ndarray, g: np.ndarray, state: dict[str, np.ndarray],
+               step: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Step number `step` of the update rule in float64 (fuzzer.ops.optim's reference), with the state it leaves."""
+    from ..ops.optim import adam_step, sgd_step
+
+    wd = spec["weight_decay"]
+    if spec["kind"] == "sgd":
+        new = sgd_step(p, g, state.get("momentum_buffer"), lr=spec["lr"], momentum=spec.get("momentum", 0.0),
+                       dampening=0.0, weight_decay=wd, nesterov=spec.get("nesterov", False), impl="single")
+        if not spec.get("momentum"):
+            return new, {}
+        d = g + wd * p
+        return new, {"momentum_buffer": state["momentum_buffer"] * spec["momentum"] + d}
+    decoupled = spec["kind"] == "adamw"
+    new = adam_step(p, g, state["exp_avg"], state["exp_avg_sq"], lr=spec["lr"], beta1=spec["beta1"],
+                    beta2=spec["beta2"], eps=spec["eps"], weight_decay=wd, decoupled=decoupled, step=step, impl="single")
+    d = g if decoupled or not wd else g + wd * p
+    return new, {"exp_avg": state["exp_avg"] + (1 - spec["beta1"]) * (d - state["exp_avg"]),
+                 "exp_avg_sq": state["exp_avg_sq"] * spec["beta2"] + (1 - spec["beta2"]) * d * d}
+
+
+def advance(case: Case, spec: dict[str, Any], steps: int,
+            gradients: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+            values: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray],
+                                                    dict[str, dict[str, np.ndarray]]]:
+    """The trained parameters, their gradients and their state before step `steps` of exact (float64) training from
+    `values`: steps - 1 exact steps, each with the exact gradient at the parameters it starts from."""
+    names = list(case.graph.wrt)
+    params = {n: np.asarray(values[n], np.float64) for n in names}
+    state = {n: {s: np.zeros_like(params[n]) for s in state_names(spec)} for n in names}
+    grads = gradients(params)
+    for k in range(1, steps):
+        for n in names:
+            params[n], state[n] = exact_step(spec, params[n], grads[n], state[n], k)
+        grads = gradients(params)
+    return params, grads, state
+
+
+def step_case(case: Case, grads: dict[str, np.ndarray], spec: dict[str, Any], step: int = 1,
+              params: dict[str, np.ndarray] | None = None,
+              state: dict[str, dict[str, np.ndarray]] | None = None) -> Case:
+    """Optimizer step number `step` of every trained parameter with its float64 gradient (`params` and `state` as
+    training left them, each rounded to the parameter's dtype; at step 1 the case's own values and zero state), as a
+    case whose outputs are the updated parameters (`<name>_new`)."""
     graph = case.graph
     inputs: list[Input] = []
     nodes: list[Node] = []
+
+    def held(name: str, dtype: str, values: np.ndarray) -> dict[str, Any]:
+        return {"values": np.asarray(round_to(np.asarray(values, np.float64), dtype), np.float64).tolist()}
+
     for inp in graph.inputs:
         if not inp.grad or inp.name not in grads:
             continue
-        grad = np.asarray(round_to(np.asarray(grads[inp.name], np.float64), inp.dtype), np.float64)
-        inputs += [replace(inp, grad=False), Input(f"{inp.name}__grad", inp.shape, inp.dtype, "param", "tensor",
-                                                   {"values": grad.tolist()})]
-        state = {"sgd": ["momentum_buffer"] if spec.get("momentum") else [], "adam": ["exp_avg", "exp_avg_sq"],
-                 "adamw": ["exp_avg", "exp_avg_sq"]}[spec["kind"]]
-        for s in state:
-            inputs.append(Input(f"{inp.name}__{s}", inp.shape, inp.dtype, "param", "tensor",
-                                {"dist": "constant", "value": 0.0}))
-        operands = (inp.name, f"{inp.name}__grad", *(f"{inp.name}__{s}" for s in state))
+        weight = replace(inp, grad=False) if params is None else replace(inp, grad=False,
+                                                                        init=held(inp.name, inp.dtype, params[inp.name]))
+        inputs += [weight, Input(f"{inp.name}__grad", inp.shape, inp.dtype, "param", "tensor",
+                                 held(inp.name, inp.dtype, grads[inp.name]))]
+        for s in state_names(spec):
+            init = ({"dist": "constant", "value": 0.0} if state is None
+                    else held(inp.name, inp.dtype, state[inp.name][s]))
+            inputs.append(Input(f"{inp.name}__{s}", inp.shape, inp.dtype, "param", "tensor", init))
+        operands = (inp.name, f"{inp.name}__grad", *(f"{inp.name}__{s}" for s in state_names(spec)))
         if spec["kind"] == "sgd":
             attrs = {"lr": spec["lr"], "momentum": spec.get("momentum", 0.0), "dampening": 0.0,
                      "weight_decay": spec["weight_decay"], "nesterov": spec.get("nesterov", False), "impl": "foreach"}
             nodes.append(Node(f"{inp.name}_new", "sgd_step", operands, attrs))
         else:
             attrs = {"lr": spec["lr"], "beta1": spec["beta1"], "beta2": spec["beta2"], "eps": spec["eps"],
-                     "weight_decay": spec["weight_decay"], "decoupled": spec["kind"] == "adamw", "step": 1,
+                     "weight_decay": spec["weight_decay"], "decoupled": spec["kind"] == "adamw", "step": step,
                      "impl": "foreach"}
             nodes.append(Node(f"{inp.name}_new", "adam_step", operands, attrs))
-    step = Graph(tuple(inputs), tuple(nodes), tuple(n.id for n in nodes))
-    infer(step)
-    return Case(step, ({},), {**case.meta, "source": f"{case.meta.get('source', 'audit')} optimizer step"})
+    graph_ = Graph(tuple(inputs), tuple(nodes), tuple(n.id for n in nodes))
+    infer(graph_)
+    return Case(graph_, ({},), {**case.meta, "source": f"{case.meta.get('source', 'audit')} optimizer step {step}"})

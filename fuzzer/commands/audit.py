@@ -45,6 +45,17 @@ from .common import (
 AUDIT_OWN_WORKER = frozenset({"tvm"})
 
 
+def steps_int(text: str) -> int:
+    """--steps: an int in 1..1000."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..1000, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz audit`."""
     parser.add_argument("model", help="MODEL.py[:FUNC] (FUNC defaults to make; the file is imported and run)")
@@ -63,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default: mean of the squared output) for every parameter, on every policy and backend "
                              "(TVM's training flow included), and the step of optimizer(params) (default: AdamW "
                              "lr 1e-4) judged per parameter tensor (updates lost below half an ULP, non-finite steps)")
+    parser.add_argument("--steps", type=steps_int, default=1,
+                        help="with --train: judge optimizer step N, after N - 1 exact (float64) training steps of the "
+                             "model, each at its own gradient (default 1: the first step, zero optimizer state)")
     add_force(parser, "an existing --save-case file or files under --out")
     parser.add_argument("--timeout", type=timeout_seconds, default=300.0,
                         help="seconds per executor call, and for importing, making and exporting the model "
@@ -80,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         for option, value in (("--out", args.out), ("--save-case", args.save_case)):
             if value is not None and not value.strip():  # empty is not "the default" (or "none")
                 raise UsageError(f"{option} is empty")
+        if args.steps != 1 and not args.train:
+            raise UsageError("--steps needs --train (it counts optimizer steps)")
         path, func = split_target(args.model)
         names = select_executors(args.executors)
         if args.train and args.executors is None and "tvm/train" not in names \
@@ -131,7 +147,7 @@ def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: 
     checker = Checker(pool, side_by_side=True)
     scenarios = run_checks(tr.case, checker, names, log, tr.bf16)
     if tr.optimizer is not None:
-        scenarios.append(step_scenario(tr.case, tr.optimizer, checker, names, log))
+        scenarios.append(step_scenario(tr.case, tr.optimizer, checker, names, log, args.steps))
     verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
     if verdict.bugs and not args.no_minimize:
         minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)
