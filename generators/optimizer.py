@@ -4,7 +4,8 @@ What a step sees in a real run: weights at their init scale (std 0.02 for linear
 std 1 for embeddings), gradients spanning magnitudes (and exact zeros: embedding rows no token used), optimizer state
 at step 1 (zeros) or later (moving averages of gradients of that scale), the learning rates and epsilons of common
 recipes, torch.optim's three implementations. The gradient may come from micro-batches accumulated in its dtype, or
-from an fp16 loss-scaled backward unscaled in float32 (GradScaler's unscale_, without the skip on inf), and a 16-bit
+from an fp16 loss-scaled backward unscaled in float32 (GradScaler's unscale_ kernel, and its step skipped where the
+gradient holds inf/NaN), and a 16-bit
 model may keep float32 master weights (the step in float32, a 16-bit copy for the forward): the fix the hazards name,
 drawn as often as the hazard so the pair shows it.
 """
@@ -59,7 +60,8 @@ def _gradient(b: GraphBuilder, shape: tuple[int, ...], dtype: str, scale: float,
     if source == "unscaled" and dtype == "float32":  # GradScaler: an fp16 backward of loss * S, unscaled in float32
         s = 2.0 ** b.draw.choice([16, 8, 24])
         scaled = _normal(b, "scaled_grad", shape, "float16", min(scale * s, 6e4))
-        return b.op("mul", [b.op("astype", [scaled], dtype="float32", stem="grad_fp32"), 1.0 / s], stem="grad")
+        return b.op("amp_unscale", [b.op("astype", [scaled], dtype="float32", stem="grad_fp32")], inv_scale=1.0 / s,
+                    stem="grad")
     return _normal(b, "grad", shape, dtype, scale)
 
 
@@ -110,6 +112,9 @@ def optimizer_family(b: GraphBuilder) -> list[Val]:
         new = b.op("adam_step", [weight, grad, *state], stem="weight_new", lr=lr, beta1=0.9,
                    beta2=b.draw.choice([0.999, 0.999, 0.95]), eps=b.draw.weighted(EPS), weight_decay=decay,
                    decoupled=kind == "adamw", step=step, impl=impl)
+    if source == "unscaled" and not master and dtype == "float32":  # GradScaler.step: no step on inf/NaN grads
+        skip = b.op("gt", [b.op("amp_found_inf", [grad], stem="found_inf"), 0.0], stem="skip")
+        new = b.op("where", [skip, weight, new], stem="weight_stepped")
     b.notes["optimizer"] = {"kind": kind, "master": master, "source": source, "step": step}
     if master:
         return [new, b.op("astype", [new], dtype=model_dtype, stem="weight_model")]

@@ -234,3 +234,35 @@ def test_regression_an_update_rounded_up_to_a_whole_ulp_is_said_to_be_wrong_not_
     done = subprocess.run([sys.executable, "-I", "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr[-800:]
     assert "71% of the update lost in the 16-bit step" in done.stdout and "0% lost with float32 master" in done.stdout
+
+
+def test_gradscaler_skips_the_step_where_the_scaled_gradient_overflowed_on_every_backend(checker: Checker) -> None:
+    """Loss scaling (issue 36): GradScaler's unscale_ kernel (torch._amp_foreach_non_finite_check_and_unscale_) and
+    its skip: an fp16 scaled gradient holding inf leaves the weight as it was, on eager and on TVM as in the
+    float64 reference; a finite one steps."""
+    def case(value: float) -> dict:
+        return {"format": "precfuzz-graph/1", "inputs": [
+            {"name": "w", "shape": [8], "dtype": "float32", "role": "param", "kind": "tensor",
+             "init": {"dist": "normal", "std": 0.02, "seed": 1}},
+            {"name": "gs", "shape": [8], "dtype": "float16", "role": "param", "kind": "tensor",
+             "init": {"dist": "constant", "value": value}}],
+            "nodes": [{"id": "gs4", "op": "mul", "inputs": ["gs", 4.0], "attrs": {}},  # the backward's last op
+                      {"id": "g32", "op": "astype", "inputs": ["gs4"], "attrs": {"dtype": "float32"}},
+                      {"id": "g", "op": "amp_unscale", "inputs": ["g32"], "attrs": {"inv_scale": 2.0**-16}},
+                      {"id": "w1", "op": "sgd_step", "inputs": ["w", "g"], "attrs": {"lr": 0.1}},
+                      {"id": "found", "op": "amp_found_inf", "inputs": ["g"], "attrs": {}},
+                      {"id": "skip", "op": "gt", "inputs": ["found", 0.0], "attrs": {}},
+                      {"id": "w_out", "op": "where", "inputs": ["skip", "w", "w1"], "attrs": {}}],
+            "outputs": ["w_out", "found"]}
+    for value, skipped in ((30000.0, True), (300.0, False)):  # 4 x 30000 overflows float16
+        c = case_from_json(case(value))
+        result = checker.check(c)
+        assert not [f for f in result.findings if f.kind == "backend-bug"], result.findings
+        from oracles.nodes import rounded_inputs
+
+        want = evaluate(c.graph, rounded_inputs(c.graph, input_values(c, 0)), rounded=True)  # fp16 overflows there
+        assert float(want["found"]) == float(skipped)
+        for name, outs in result.outcomes.items():
+            w_out, found = outs[0].outputs
+            assert float(found) == float(skipped), name
+            assert np.array_equal(w_out == want["w"], np.full(8, skipped)), name

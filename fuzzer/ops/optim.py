@@ -198,6 +198,64 @@ def _adam_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], out:
     return iv.add(p, iv.symmetric(attrs["lr"] * ratio))
 
 
+# ---- loss scaling: GradScaler's unscale_ and its inf check (torch._amp_foreach_non_finite_check_and_unscale_)
+
+def _infer_unscale(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    (g,) = ops
+    assert g is not None
+    if g.is_scalar:
+        raise IRError("amp_unscale: grad must be a tensor, not a Python number")
+    require_float(g, "amp_unscale: grad")
+    return Typed(tensor(g.shape, g.dtype))
+
+
+def _infer_found_inf(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    (g,) = ops
+    assert g is not None
+    if g.is_scalar:
+        raise IRError("amp_found_inf: grad must be a tensor, not a Python number")
+    require_float(g, "amp_found_inf: grad")
+    return Typed(tensor((), "float32"))  # GradScaler's found_inf: a float32 flag, 1.0 where any value is inf/NaN
+
+
+def amp_unscale(grad, inv_scale=1.0) -> np.ndarray:
+    """grad * inv_scale (GradScaler.unscale_ multiplies by the float32 reciprocal of the scale)."""
+    return np.asarray(grad) * inv_scale
+
+
+def amp_found_inf(grad) -> np.ndarray:
+    """1.0 where any element of grad is inf or NaN, else 0.0 (the found_inf GradScaler.step skips on)."""
+    return np.asarray(0.0 if np.all(np.isfinite(np.asarray(grad))) else 1.0)
+
+
+def _torch_unscale(c: TorchCall) -> str:
+    g, inv = c.args[0], c.attrs["inv_scale"]
+    return (f"(lambda g: (torch._amp_foreach_non_finite_check_and_unscale_([g], torch.zeros(1, device=g.device), "
+            f"torch.full((1,), {inv!r}, device=g.device)), g)[1])({g}.detach().clone())")
+
+
+def _torch_found_inf(c: TorchCall) -> str:
+    g = c.args[0]
+    return (f"(lambda f: (torch._amp_foreach_non_finite_check_and_unscale_([{g}.detach().clone()], f, "
+            f"torch.ones(1, device=f.device)), f.reshape(()))[1])(torch.zeros(1, device={g}.device))")
+
+
+def _relax_unscale(c: RelaxCall) -> str:
+    return f"R.op.multiply({c.arg(0)}, R.const({c.attrs['inv_scale']!r}, {c.low.dt(c.dtype)}))"
+
+
+def _relax_found_inf(c: RelaxCall) -> str:
+    """1.0 where any element is not finite: max over not(isfinite), as float32."""
+    hint = c.low.name_of(c.node.id)
+    bad = c.low.emit(f"R.op.astype(R.op.logical_not(R.op.isfinite({c.arg(0)})), {c.low.dt('float32')})",
+                     f"{hint}_bad")
+    return f"R.op.max({bad})"
+
+
+def _unscale_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], out: ValueInfo) -> iv.Interval:
+    return iv.mul(ivs[0], (attrs["inv_scale"], attrs["inv_scale"]))
+
+
 _P = example_input("p", [3, 4], role="param", init={"dist": "normal", "mean": 1.0, "std": 0.1, "seed": 1})
 _G = example_input("g", [3, 4], role="param", init={"dist": "normal", "std": 0.1, "seed": 2})
 _M = example_input("m", [3, 4], role="param", init={"dist": "normal", "std": 0.05, "seed": 3})
@@ -220,4 +278,13 @@ OPS: list[OpSpec] = [
            params=(0, 1, 2, 3), attr_types={"lr": LR, "beta1": UNIT, "beta2": UNIT, "eps": EPS, "weight_decay": EPS,
                                             "decoupled": BOOL, "step": STEP, "impl": one_of(*IMPLS)},
            tags=frozenset({"stepwise"})),
+    OpSpec("amp_unscale", "optim", ("grad",), {"inv_scale": 1.0}, _infer_unscale, amp_unscale, _torch_unscale,
+           _relax_unscale, _unscale_interval,
+           Example((example_input("g", [3, 4], init={"dist": "normal", "std": 1000.0, "seed": 5}),), ("g",),
+                   {"inv_scale": 2.0**-10}),
+           attr_types={"inv_scale": LR}, relax_dtype=lambda c: c.dtype),
+    OpSpec("amp_found_inf", "optim", ("grad",), {}, _infer_found_inf, amp_found_inf, _torch_found_inf,
+           _relax_found_inf, lambda ivs, infos, attrs, out: (0.0, 1.0),
+           Example((example_input("g", [3, 4]),), ("g",)),
+           relax_dtype=lambda c: "float32"),
 ]
