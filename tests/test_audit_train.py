@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = '''import torch
 from torch import nn
@@ -118,9 +120,9 @@ def test_regression_running_statistics_take_no_gradient(tmp_path: Path) -> None:
     assert any("optimizer step" in r for r in rows)
 
 
-def test_audit_train_steps_judges_step_n_after_exact_training_and_its_state_is_torch_optims(tmp_path: Path) -> None:
-    """--steps N: step N after N - 1 exact float64 steps. The state the audit carries (moments after 4 AdamW steps at
-    each step's own gradient) is torch.optim.AdamW's in float64, and the audit runs end to end with step 5."""
+def test_the_state_audit_train_steps_carries_is_torch_optims_in_float64() -> None:
+    """--steps N trains N - 1 exact float64 steps first: the parameters and moments after 4 AdamW steps (each at its
+    own gradient) are torch.optim.AdamW's in float64."""
     import numpy as np
     import torch
 
@@ -141,6 +143,10 @@ def test_audit_train_steps_judges_step_n_after_exact_training_and_its_state_is_t
     np.testing.assert_allclose(p, w.detach().numpy(), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(state["exp_avg_sq"], opt.state[w]["exp_avg_sq"].numpy(), rtol=1e-12)
 
+
+@pytest.mark.slow
+def test_audit_train_steps_judges_step_n(tmp_path: Path) -> None:
+    """--steps 5: the audit runs end to end with the step-5 row; --steps without --train is one line, exit 2."""
     model = tmp_path / "block.py"
     model.write_text(BLOCK)
     code, out, err = _audit(str(model), "--train", "--steps", "5", "--executors", "torch/eager,xla/bf16-model",
