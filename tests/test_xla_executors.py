@@ -272,7 +272,7 @@ def test_cat_of_float16_under_cpu_bfloat16_autocast_raises(pool: ExecutorPool) -
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_autocast_policy_graphs_match_torch(pool: ExecutorPool, dtype: str) -> None:
     """The op lists in policy_graph are what torch.autocast does on CPU and on XLA (output dtype of every op)."""
-    ops = [op for op in sorted(OPS) if (op, dtype) not in AUTOCAST_RAISES]
+    ops = [op for op in sorted(OPS) if (op, dtype) not in AUTOCAST_RAISES and (op, dtype) not in XLA_RAISES]
     case, owner = combined(ops, dtype)
     for name in ("torch/autocast", "xla/autocast"):
         (outcome,) = pool.run(name, case.graph, [input_values(case, 0)])
@@ -292,10 +292,23 @@ XLA_OUT_OF_BOUND = {
 }
 
 
+# What torch_xla 2.9 raises on where eager runs: its GradScaler unscale kernel on 16-bit gradients fails HLO
+# verification (an f32 inverse scale multiplied into the 16-bit values); found building amp_unscale
+XLA_RAISES = {("amp_unscale", "float16"), ("amp_unscale", "bfloat16")}
+
+
+def test_xla_gradscaler_unscale_kernel_raises_on_16bit_gradients_where_eager_runs(pool: ExecutorPool) -> None:
+    """The known torch_xla failure kept out of the every-op graphs below, pinned: it fails this test once fixed."""
+    for op, dtype in sorted(XLA_RAISES):
+        case, _ = combined([op], dtype)
+        (outcome,) = pool.run("xla/native", case.graph, [input_values(case, 0)])
+        assert not outcome.ok and "different precisions" in (outcome.message or ""), (op, dtype, outcome.summary())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_every_op_on_xla_native(pool: ExecutorPool, dtype: str) -> None:
     """Every op's example in one traced graph per dtype: declared dtypes, and the known out-of-bound ops only."""
-    case, owner = combined(sorted(OPS), dtype)
+    case, owner = combined([op for op in sorted(OPS) if (op, dtype) not in XLA_RAISES], dtype)
     inputs = input_values(case, 0)
     (outcome,) = pool.run("xla/native", case.graph, [inputs])
     assert outcome.ok, outcome.summary()

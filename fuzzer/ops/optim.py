@@ -235,8 +235,9 @@ def _torch_unscale(c: TorchCall) -> str:
 
 
 def _torch_found_inf(c: TorchCall) -> str:
+    """The kernel's flag on a float32 copy (every 16-bit value is exact there; GradScaler's gradients are float32)."""
     g = c.args[0]
-    return (f"(lambda f: (torch._amp_foreach_non_finite_check_and_unscale_([{g}.detach().clone()], f, "
+    return (f"(lambda f: (torch._amp_foreach_non_finite_check_and_unscale_([{g}.detach().float()], f, "
             f"torch.ones(1, device=f.device)), f.reshape(()))[1])(torch.zeros(1, device={g}.device))")
 
 
