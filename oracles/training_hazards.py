@@ -64,8 +64,8 @@ def judge(graph: Graph, inputs: Values) -> list[UpdateLoss]:
     with np.errstate(all="ignore"):  # every step widened at once: a step's variants do not depend on the others'
         exact = evaluate(graph, inputs, rounded=False)  # (an audit's 144 steps cost two evaluations, not 288)
         ideal = evaluate(graph, inputs, rounded=True)
-        master_all = evaluate(graph, inputs, rounded=True, widen=frozenset(wanted))
-        inside_all = evaluate(graph, inputs, rounded=True, widen=frozenset(inner_name(w) for w in wanted))
+        master = evaluate(graph, inputs, rounded=True, widen=frozenset(wanted))  # the steps in float32
+        inside = evaluate(graph, inputs, rounded=True, widen=frozenset(inner_name(w) for w in wanted))  # state too
     nodes = {n.id: n for n in graph.nodes}
     out = []
     for name in wanted:
@@ -90,10 +90,9 @@ def judge(graph: Graph, inputs: Values) -> list[UpdateLoss]:
         lost, frozen = _lost(u, got)
         if not lost >= UPDATE_LOSS:
             continue
-        master = master_all  # the step in float32 (master weights): a loss it shares is not the policy's
+        # the step in float32 (master weights): a loss it shares is not the policy's
         if not _lost(u, np.ravel(master[name] - np.asarray(master[param], np.float64)))[0] < UPDATE_LOSS:
             continue  # (triage21 bd5c50f359: an SGD update of 8e-9 to weights of 1 is below float32's half ULP too)
-        inside = inside_all  # the same step with its inside (state, intermediates) in float32
         with_state, _ = _lost(u, np.ravel(inside[name] - np.asarray(inside[param], np.float64)))
         if with_state * 2 <= lost:  # the 16-bit state and intermediates lose it, not the weight's rounding
             cause = (f"the {dtype} optimizer state and intermediates distort it ({with_state:.0%} lost with them in "

@@ -200,22 +200,20 @@ def _adam_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], out:
 
 # ---- loss scaling: GradScaler's unscale_ and its inf check (torch._amp_foreach_non_finite_check_and_unscale_)
 
-def _infer_unscale(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
-    (g,) = ops
-    assert g is not None
-    if g.is_scalar:
-        raise IRError("amp_unscale: grad must be a tensor, not a Python number")
-    require_float(g, "amp_unscale: grad")
-    return Typed(tensor(g.shape, g.dtype))
+def _infer_grad_op(what: str, result: Callable[[ValueInfo], ValueInfo]) -> Callable[..., Typed]:
+    """The type rule of a loss-scaling op on one float gradient tensor."""
+    def rule(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+        (g,) = ops
+        assert g is not None
+        if g.is_scalar:
+            raise IRError(f"{what}: grad must be a tensor, not a Python number")
+        require_float(g, f"{what}: grad")
+        return Typed(result(g))
+    return rule
 
 
-def _infer_found_inf(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
-    (g,) = ops
-    assert g is not None
-    if g.is_scalar:
-        raise IRError("amp_found_inf: grad must be a tensor, not a Python number")
-    require_float(g, "amp_found_inf: grad")
-    return Typed(tensor((), "float32"))  # GradScaler's found_inf: a float32 flag, 1.0 where any value is inf/NaN
+_infer_unscale = _infer_grad_op("amp_unscale", lambda g: tensor(g.shape, g.dtype))
+_infer_found_inf = _infer_grad_op("amp_found_inf", lambda g: tensor((), "float32"))  # GradScaler's found_inf flag
 
 
 def amp_unscale(grad, inv_scale=1.0) -> np.ndarray:
