@@ -35,7 +35,7 @@ $(ZOO_STAMP): pyproject.toml $(STAMP)
 	touch $(ZOO_STAMP)
 
 fuzz: install
-	$(BIN)/precfuzz run --out $(OUT) --time $(TIME) --train
+	$(BIN)/precfuzz run --out $(OUT) --time $(TIME)
 
 # the suite CI runs at every stop (.ci/run): every test but those marked `slow` (whole campaigns, kill -9 resumes,
 # Ray clusters, audits of model blocks: each over ~20 s on 2 cores), in under 12 minutes with the install

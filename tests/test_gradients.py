@@ -270,6 +270,23 @@ def test_train_draws_a_fifth_training_cases_a_tenth_optimizer_steps_and_a_defaul
     assert 8 <= sum(bool(c.graph.wrt) for c in drawn) <= 35
 
 
+def test_a_new_campaign_draws_training_by_default_and_a_resume_keeps_what_it_was_started_with(tmp_path) -> None:
+    """Issue 35: training families are drawn by default; --no-train is the forward-only campaign of before."""
+    import json
+
+    from fuzzer.commands.run import wants_training
+
+    new = tmp_path / "new"
+    assert wants_training(None, None, new) and not wants_training(False, None, new)
+    assert not wants_training(None, "norm", new) and wants_training(True, "norm", new)
+    forward = tmp_path / "forward"
+    forward.mkdir()
+    (forward / "state.json").write_text(json.dumps({"families": ""}))
+    assert not wants_training(None, None, forward)  # a forward-only campaign resumes forward-only
+    (forward / "state.json").write_text(json.dumps({"families": "norm,optimizer,training"}))
+    assert wants_training(None, None, forward)
+
+
 def test_regression_tvm_training_flow_raising_is_one_record_whatever_the_ops() -> None:
     """triage19: relax.transform.Gradient refusing bfloat16 parameters was filed 8 times, once per op list."""
     from oracles.bugs import bug_key

@@ -15,7 +15,7 @@ from ..executors import create
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
 from ..campaign.schedule import SCHEDULES
-from ..campaign.store import StoreError
+from ..campaign.store import STATE, StoreError
 from .common import (
     EXIT_OK,
     UsageError,
@@ -75,11 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--families", default=None,
                         help="comma-separated generator families the cases come from, with their base weights "
                              "(default: all; a resume takes the same list again)")
-    parser.add_argument("--train", action="store_true",
-                        help="training cases too: a fifth of the cases are a block, a loss head and the gradients "
-                             "of its inputs and parameters (family `training`), a tenth one optimizer step (SGD, "
-                             "momentum, Adam, AdamW; family `optimizer`), and tvm/train (TVM's training flow) "
-                             "joins the default executors; a resume takes it again")
+    parser.add_argument("--train", action=argparse.BooleanOptionalAction, default=None,
+                        help="training cases (the default for a new campaign over every family): a fifth of the cases "
+                             "are a block, a loss head and the gradients of its inputs and parameters (family "
+                             "`training`), a tenth one optimizer step (SGD, momentum, Adam, AdamW; family "
+                             "`optimizer`), and tvm/train (TVM's training flow) joins the default executors. "
+                             "--no-train: forward cases only (the families and draws of a forward-only campaign); "
+                             "with --families, only --train adds them; a resume takes what it was started with")
     add_campaign_arguments(parser)
 
 
@@ -106,6 +108,20 @@ def with_training(families: dict[str, float] | None) -> dict[str, float]:
         return {k: v / sum(TRAIN_FAMILIES.values()) for k, v in TRAIN_FAMILIES.items()}
     rest = 1 - sum(TRAIN_FAMILIES.values())
     return {**base, **{k: round(sum(base.values()) * share / rest, 3) for k, share in TRAIN_FAMILIES.items()}}
+
+
+def wants_training(train: bool | None, families: str | None, out: Path) -> bool:
+    """Whether the campaign draws training cases: --train / --no-train as said; unsaid, a new campaign over every
+    family does, and a resumed one does what it was started with."""
+    if train is not None:
+        return train
+    if families is not None:
+        return False
+    try:
+        state = json.loads((out / STATE).read_text())
+    except (OSError, ValueError):
+        return True  # a new campaign (a damaged state.json is the campaign's to report)
+    return not isinstance(state, dict) or any(f in str(state.get("families", "")).split(",") for f in TRAIN_FAMILIES)
 
 
 def families_from(text: str | None) -> dict[str, float] | None:
@@ -189,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         cfg = config_from_args(args, Path(args.out), args.seed, args.time, args.max_tests, seeds_dir)
         cfg.schedule, cfg.schedule_default = args.schedule, "adaptive"
         cfg.families = families_from(args.families)
-        if args.train:
+        if wants_training(args.train, args.families, cfg.out):
             cfg.families = with_training(cfg.families)
             if args.executors is None and "tvm/train" not in cfg.executors and not create("tvm/train").availability():
                 cfg.executors = [*cfg.executors, "tvm/train"]
