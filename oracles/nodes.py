@@ -25,6 +25,7 @@ from fuzzer.dtypes import (
 from fuzzer.interpret import evaluate, ideal_values, undefined_cast_reach
 from fuzzer.ir import Graph, Input, IRError, Node, infer, op_attrs
 from fuzzer.ops import OPS, is_cast, tagged
+from fuzzer.ops.linalg import accumulated_magnitude
 from fuzzer.ops.norms import scale_shift_magnitude
 
 from .bounds import ErrorStats, computed_floor, error_stats, slack_ulps
@@ -34,6 +35,7 @@ Values = dict[str, np.ndarray]
 LIFTABLE = ("elementwise", "activation", "cast")  # each result element a function of its operands': lifting separates
 GATED = tagged(OPS, "gated")  # judged at their operand's magnitude (see fuzzer.ops.base TAGS)
 SINGLE_ROUNDING = tagged(OPS, "single-rounding")  # casts: held to correct rounding (oracles.bounds.rounding_ratio)
+CONTRACTIONS = tagged(OPS, "contraction")  # bilinear accumulations: judged at sqrt(K) sum |a b| (accumulated_magnitude)
 GATE_ULPS = 2.0  # what a float kernel's gate may add, in ULPs at the operand's magnitude (its own rounding, the product)
 
 
@@ -154,12 +156,16 @@ def passed_through(node: Node, operands: Values, dtype: str) -> np.ndarray | Non
 
     A centering norm's scale-and-shift kernel cancels terms of size |x| * rstd * |weight| in float32: a result near 0
     is judged at an ULP of float32 there (issue 33: a float16 group_norm of one-element groups, exactly 0, where
-    PyTorch's fp16, bf16 and fp32 kernels all return an ULP of float32 at x * scale, was filed as its bug)."""
+    PyTorch's fp16, bf16 and fp32 kernels all return an ULP of float32 at x * scale, was filed as its bug); a
+    contraction's float32 accumulation, about sqrt(K) ULPs of float32 at sum |a b| (`accumulated_magnitude`)."""
     if not is_float(dtype):
         return None
     args = [operands[o] if isinstance(o, str) else o for o in node.inputs]
     with np.errstate(all="ignore"):
-        terms = scale_shift_magnitude(node.op, args, op_attrs(node))
+        if node.op in CONTRACTIONS:
+            terms = accumulated_magnitude(OPS[node.op].reference, args, op_attrs(node))
+        else:
+            terms = scale_shift_magnitude(node.op, args, op_attrs(node))
     return None if terms is None else np.nan_to_num(computed_floor(terms, dtype), nan=0.0, posinf=0.0)
 
 
