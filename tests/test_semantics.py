@@ -293,6 +293,27 @@ def test_regression_decompose_for_training_is_judged_with_training_batch_norm(ch
     assert policy.node("out").attrs["training"] is True
 
 
+def test_regression_tvm_training_batch_norm_as_far_off_as_eager_on_its_program_is_no_tvm_bug(checker: Checker) -> None:
+    """triage21 b5d7db0caa: TVM's training flow computes a bfloat16 batch_norm from batch statistics, a program eager
+    under test never ran (it ran the case's running-statistics one), and was filed as TVM's bug at 25.7x; PyTorch's
+    own bfloat16 kernel is exactly as far off on that program. Eager now runs it as a control, as where it is not
+    under test."""
+    import torch
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-train-bf16-batch-norm-as-eager-triage21.json")
+    result = checker.check(case, ["torch/eager", "tvm/train"])
+    assert not [f for f in result.findings if f.oracle == "error-bound"], [f.message for f in result.findings]
+    assert any("tvm/train: batch_norm1 is as far off as PyTorch eager's own" in n for n in result.notes), result.notes
+    policy = checker.pool.executors["tvm/train"].policy_graph(case.graph)
+    assert policy.node("batch_norm1").attrs["training"] is True
+    values = input_values(case, 0)
+    x = torch.tensor(values["x"]).to(torch.bfloat16)
+    ones, zeros = torch.ones(9, dtype=torch.bfloat16), torch.zeros(9, dtype=torch.bfloat16)
+    got = torch.nn.functional.batch_norm(x, ones.clone(), ones.clone(), ones, zeros, training=True).double().numpy()
+    exact = evaluate(policy, rounded_inputs(policy, values), rounded=False)["batch_norm1"]
+    assert np.abs(got - exact).max() > 0.1  # eager's own kernel is as far off
+
+
 def test_regression_mixed_precision_norm_on_xla_is_a_dtype_divergence_on_the_norm(checker: Checker) -> None:
     """bf16 activations with float32 norm parameters: PyTorch's CPU kernel keeps bf16, XLA returns float32."""
     base = example("layer_norm", "bfloat16")
