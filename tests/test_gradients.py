@@ -3,6 +3,8 @@ and the gradient oracles (status, dtype, bound, the op whose backward is wrong).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import os
 import subprocess
@@ -296,6 +298,39 @@ def test_regression_tvm_training_flow_raising_is_one_record_whatever_the_ops() -
                        details={"error_key": "only tensors of floating point dtype can require gradients"})
 
     assert bug_key(raised(["sum", "mul"])) == bug_key(raised(["gather", "rms_norm", "linear"])) == bug_key(raised(["mul"]))
+
+
+def test_regression_a_tvm_training_flow_raise_the_default_pipeline_shares_is_that_pipelines_record() -> None:
+    """triage21: silu's LLVM verification failure and rms_norm's legalization error, raised by tvm/default and
+    tvm/train alike, were two records each (the training flow's raise keyed with every op as `*`). Where the
+    default pipeline shows the same cause, the training flow's finding joins its record."""
+    from oracles.bugs import bug_key
+
+    def raised(executor: str) -> Finding:
+        return Finding("status-divergence", executor, ["silu"], [], "compiler-error", "m",
+                       details={"error_key": "llvm module verification failed with the following errors:"})
+
+    assert bug_key(raised("tvm/train"), False) == bug_key(raised("tvm/default"))
+    assert bug_key(raised("tvm/train"), True) != bug_key(raised("tvm/default"))  # Gradient's own: one record
+    assert bug_key(raised("tvm/train"), None) == bug_key(replace(raised("tvm/train"), ops=["mul", "sum"]), None)
+
+
+def test_regression_one_mechanism_is_one_record_across_the_dtypes_and_pipelines_it_shows_in() -> None:
+    """triage21: torch_xla's HLO batch-norm-training (one-pass variance) was one record in float32 and another in
+    float16; TVM's float16 layer_norm after DecomposeOpsForTraining was one record from tvm/decompose (the 16-bit
+    mean it exposes) and another from tvm/train, which runs the same pass."""
+    from oracles.bugs import bug_key
+
+    def xla(op: str, dtype: str) -> Finding:
+        return Finding("error-bound", "xla/native", [op], [f"{dtype}->{dtype}"], "bound", "m")
+
+    assert bug_key(xla("instance_norm", "float32")) == bug_key(xla("layer_norm", "float16"))
+    assert bug_key(xla("softmax", "float32")) != bug_key(xla("softmax", "float16"))  # other ops keep the split
+
+    def tvm(executor: str) -> Finding:
+        return Finding("error-bound", executor, ["layer_norm"], ["float16->float16"], "bound", "m")
+
+    assert bug_key(tvm("tvm/train"), True) == bug_key(tvm("tvm/decompose"), True)
 
 
 @pytest.mark.parametrize("bug, ops", [("bf16-sum", ["sum"]), ("f16-matmul", ["matmul"])])
