@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import replace
-from typing import Any, Iterable
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Iterable
 
 from fuzzer.dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION
 from fuzzer.ops import OPS, tagged
@@ -142,41 +142,98 @@ def mixed_16_bit(finding: Finding) -> bool:
     return {"float16", "bfloat16"} <= operands
 
 
-def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
-    """The grouping key of a finding (see the module docstring)."""
+@dataclass(frozen=True)
+class KeyParts:
+    """The six parts of a bug key, as the module docstring defines them."""
+
+    kind: str
+    backend: str
+    ops: str
+    family: str
+    dtypes: str
+    variant: str
+
+    def text(self) -> str:
+        """The key."""
+        return "|".join([self.kind, self.backend, self.ops, self.family, self.dtypes, self.variant])
+
+
+@dataclass(frozen=True)
+class KeyRule:
+    """One grouping rule: where `applies(finding, parts, pipeline_specific)`, the parts named in `sets` take those
+    values. `taught_by` is the triage that showed two records of one cause (tests/test_key_rules.py holds an example
+    finding per rule, and fails on a rule without one)."""
+
+    name: str
+    taught_by: str
+    applies: Callable[[Finding, KeyParts, bool | None], bool]
+    sets: dict[str, str]
+
+
+def _low_accuracy_bug(f: Finding, k: KeyParts) -> bool:
+    """A backend bug of accuracy in float16 or bfloat16."""
+    return f.kind == "backend-bug" and k.family == "accuracy" and k.dtypes == "float16/bfloat16"
+
+
+# In order: each rule sees the parts the rules before it set.
+KEY_RULES: tuple[KeyRule, ...] = (
+    KeyRule("importer-dtype-policy", "triage13: from_exported_program keeping float32 after linear, conv, ...: one "
+            "importer rule, many ops (where tvm/default shows it on the imported program too, that lowering's record)",
+            lambda f, k, specific: f.executor in FRONTENDS and k.family == "dtype" and specific is not False,
+            {"ops": "*"}),
+    KeyRule("16-bit-sum", "triage8: 4 torch_xla and 4 TVM records of one 16-bit accumulator (see SUMMING)",
+            lambda f, k, specific: _low_accuracy_bug(f, k) and bool(f.ops) and set(f.ops) <= SUMMING,
+            {"ops": "16-bit-sum"}),
+    KeyRule("tvm-training-mean", "triage13 b6d999e4ee: layer_norm NaN after DecomposeOpsForTraining is TVM's 16-bit "
+            "R.mean (see TVM_TRAINING_MEAN); triage21 b69a2a07e4: the same from tvm/train, which runs the pass",
+            lambda f, k, specific: (_low_accuracy_bug(f, k) and k.backend == "tvm" and bool(f.ops)
+                                    and set(f.ops) <= TVM_TRAINING_MEAN and k.variant in EXPOSES_SUMS),
+            {"ops": "16-bit-sum", "variant": "*"}),
+    KeyRule("mixed-16-bit", "triage11 b4365aa9ef div, triage12 b997d25324 add: torch_xla's one promotion routine "
+            "(see mixed_16_bit)",
+            lambda f, k, specific: f.kind == "backend-bug" and k.family == "accuracy" and mixed_16_bit(f),
+            {"ops": "mixed-16-bit"}),
+    KeyRule("tvm-float8-conversion", "triage11: 3 records of TVM's one float8 conversion routine (see "
+            "TVM_FP8_CONVERTING)",
+            lambda f, k, specific: (f.kind == "backend-bug" and k.backend == "tvm" and k.dtypes == "float8"
+                                    and k.family in ("accuracy", CAST_SEMANTICS) and bool(f.ops)
+                                    and set(f.ops) <= TVM_FP8_CONVERTING),
+            {"ops": "float8-conversion", "family": "accuracy"}),
+    KeyRule("missing-dtype-check", "triage7: operands of mixed dtypes run where PyTorch checks them: one missing "
+            "check, every op it lowers",
+            lambda f, k, specific: f.oracle == "silent-downcast", {"ops": "*"}),
+    KeyRule("tvm-gradient-raises", "triage19: relax.transform.Gradient refusing bfloat16 parameters filed 8 times, "
+            "once per op list; triage21: where the default pipeline raises the same (silu's LLVM verification), "
+            "that pipeline's record",
+            lambda f, k, specific: (f.oracle == "status-divergence" and f.executor == "tvm/train"
+                                    and specific is not False),
+            {"ops": "*"}),
+    KeyRule("coverage-gap", "an op or dtype a backend cannot lower, subnormals it flushes: one per backend, class "
+            "and dtype", lambda f, k, specific: f.kind == "unsupported", {"ops": "*"}),
+    KeyRule("xla-one-pass-variance", "triage21 bc8a3da88d, b1ab1c5acd: HLO batch-norm-training's one-pass variance "
+            "E[x^2] - E[x]^2 in the operand's dtype fails a float32 instance_norm and a float16 layer_norm alike",
+            lambda f, k, specific: (f.kind == "backend-bug" and k.backend == "torch_xla" and k.family == "accuracy"
+                                    and k.ops == "batch-norm-training"),
+            {"dtypes": "*"}),
+)
+
+
+def key_parts(finding: Finding, pipeline_specific: bool | None = None,
+              rules: tuple[KeyRule, ...] = KEY_RULES) -> KeyParts:
+    """The parts of a finding's key: the default parts, then each rule of `rules` that applies, in order."""
     backend = "model" if finding.kind == "model-hazard" else finding.details.get("cause_in", finding.backend)
-    ops = "+".join(dict.fromkeys(op_part(op, finding.kind, backend) for op in finding.ops)) or "-"
-    if finding.executor in FRONTENDS and error_family(finding) == "dtype" and pipeline_specific is not False:
-        ops = "*"  # from_exported_program keeping float32 after linear, conv...: one importer rule, many ops
-        # (where tvm/default shows it on the imported program too, it is that lowering's record: triage13 batch_norm)
-    if (finding.kind == "backend-bug" and error_family(finding) == "accuracy" and finding.ops
-            and set(finding.ops) <= SUMMING and dtype_class(finding) == "float16/bfloat16"):
-        ops = "16-bit-sum"  # see SUMMING: the record's ops list says where it showed
-    variant = variant_of(finding, pipeline_specific)
-    if (finding.kind == "backend-bug" and backend == "tvm" and error_family(finding) == "accuracy" and finding.ops
-            and set(finding.ops) <= TVM_TRAINING_MEAN and dtype_class(finding) == "float16/bfloat16"
-            and variant in EXPOSES_SUMS):
-        ops, variant = "16-bit-sum", "*"  # see TVM_TRAINING_MEAN
-    family = error_family(finding)
-    if family == "accuracy" and finding.kind == "backend-bug" and mixed_16_bit(finding):
-        ops = "mixed-16-bit"  # see mixed_16_bit: one promotion routine of the backend, whatever op shows it
-    if (finding.kind == "backend-bug" and backend == "tvm" and family in ("accuracy", CAST_SEMANTICS) and finding.ops
-            and set(finding.ops) <= TVM_FP8_CONVERTING and dtype_class(finding) == "float8"):
-        ops, family = "float8-conversion", "accuracy"  # see TVM_FP8_CONVERTING
-    if finding.oracle == "silent-downcast":
-        ops = "*"  # operands of mixed dtypes run where PyTorch checks them: one missing check, every op it lowers
-    if finding.oracle == "status-divergence" and finding.executor == "tvm/train" and pipeline_specific is not False:
-        ops = "*"  # TVM's training flow raising in Gradient for the whole module: the message says which rule
-        # (triage19: Gradient refusing bfloat16 parameters was filed 8 times, once per op list; triage20: twice, as
-        # `mean` and `mul` once localized); where the default pipeline raises the same, it is that pipeline's record
-        # (triage21: silu's LLVM verification failure and rms_norm's legalization, filed again from tvm/train)
-    if finding.kind == "unsupported":
-        ops = "*"  # a coverage gap (an op/dtype it cannot lower, flushing subnormals) is one per backend, class, dtype
-    dtypes = dtype_class(finding)
-    if finding.kind == "backend-bug" and backend == "torch_xla" and family == "accuracy" and ops == "batch-norm-training":
-        dtypes = "*"  # HLO batch-norm-training's one-pass variance E[x^2] - E[x]^2 in the operand's dtype: a float32
-        # instance_norm of offset rows and a float16 layer_norm's inf are one cause (triage21 bc8a3da88d, b1ab1c5acd)
-    return "|".join([finding.kind, backend, ops, family, dtypes, variant])
+    parts = KeyParts(finding.kind, backend,
+                     "+".join(dict.fromkeys(op_part(op, finding.kind, backend) for op in finding.ops)) or "-",
+                     error_family(finding), dtype_class(finding), variant_of(finding, pipeline_specific))
+    for rule in rules:
+        if rule.applies(finding, parts, pipeline_specific):
+            parts = replace(parts, **rule.sets)
+    return parts
+
+
+def bug_key(finding: Finding, pipeline_specific: bool | None = None) -> str:
+    """The grouping key of a finding (see the module docstring and KEY_RULES)."""
+    return key_parts(finding, pipeline_specific).text()
 
 
 def bug_id(key: str) -> str:

@@ -1,0 +1,60 @@
+"""The bug key's grouping rules (oracles.bugs.KEY_RULES): one example finding per rule, each showing the rule merges
+what the default parts would split; a rule added without an example fails here."""
+
+from __future__ import annotations
+
+import pytest
+
+from oracles.bugs import KEY_RULES, bug_key, key_parts
+from oracles.findings import Finding
+
+
+def _bound(executor: str, op: str, dtypes: str, **details: object) -> Finding:
+    return Finding("error-bound", executor, [op], [dtypes], "bound", "m", details=dict(details))
+
+
+# rule name -> (example finding, pipeline_specific, a finding of the same cause the rule merges it with)
+EXAMPLES: dict[str, tuple[Finding, bool | None, Finding]] = {
+    "importer-dtype-policy": (
+        Finding("dtype-divergence", "tvm/frontend", ["linear"], ["float16"], "dtype", "m"), None,
+        Finding("dtype-divergence", "tvm/frontend", ["conv2d"], ["float16"], "dtype", "m")),
+    "16-bit-sum": (_bound("xla/native", "sum", "bfloat16->bfloat16"), None,
+                   _bound("xla/native", "adaptive_avg_pool2d", "float16->float16")),
+    "tvm-training-mean": (_bound("tvm/train", "layer_norm", "float16->float16"), True,
+                          _bound("tvm/default", "mean", "float16->float16")),
+    "mixed-16-bit": (_bound("xla/native", "add", "float16,bfloat16->float32"), None,
+                     _bound("xla/native", "div", "bfloat16,float16->float32")),
+    "tvm-float8-conversion": (_bound("tvm/default", "astype", "float8_e5m2->bfloat16"), None,
+                              Finding("error-bound", "tvm/default", ["astype"], ["float32->float8_e4m3fn"],
+                                      "dtype-semantics", "m")),
+    "missing-dtype-check": (
+        Finding("silent-downcast", "xla/bf16-model", ["linear"], ["float16,bfloat16,bfloat16"], "downcast", "m"), None,
+        Finding("silent-downcast", "xla/bf16-model", ["conv2d"], ["float16,bfloat16,bfloat16"], "downcast", "m")),
+    "tvm-gradient-raises": (
+        Finding("status-divergence", "tvm/train", ["mul", "sum"], [], "compile-error", "m",
+                details={"error_key": "only tensors of floating point dtype can require gradients"}), True,
+        Finding("status-divergence", "tvm/train", ["rms_norm"], [], "compile-error", "m",
+                details={"error_key": "only tensors of floating point dtype can require gradients"})),
+    "coverage-gap": (
+        Finding("coverage", "tvm/default", ["rms_norm"], ["bfloat16"], "unsupported", "m", kind="unsupported"), None,
+        Finding("coverage", "tvm/default", ["group_norm"], ["bfloat16"], "unsupported", "m", kind="unsupported")),
+    "xla-one-pass-variance": (_bound("xla/native", "instance_norm", "float32->float32"), None,
+                              _bound("xla/native", "layer_norm", "float16->float16")),
+}
+
+
+def test_every_rule_has_an_example_a_provenance_and_a_name_of_its_own() -> None:
+    names = [r.name for r in KEY_RULES]
+    assert len(set(names)) == len(names)
+    assert set(names) == set(EXAMPLES), "a rule without an example here (or an example of no rule)"
+    assert all(r.taught_by.strip() and r.sets for r in KEY_RULES)
+
+
+@pytest.mark.parametrize("rule", KEY_RULES, ids=[r.name for r in KEY_RULES])
+def test_the_rule_applies_to_its_example_and_merges_what_the_parts_alone_split(rule) -> None:
+    example, specific, sibling = EXAMPLES[rule.name]
+    without = tuple(r for r in KEY_RULES if r is not rule)
+    assert rule.applies(example, key_parts(example, specific, KEY_RULES[:KEY_RULES.index(rule)]), specific)
+    assert bug_key(example, specific) == bug_key(sibling, specific)
+    assert (key_parts(example, specific, without).text() != key_parts(sibling, specific, without).text()), \
+        "the two findings have one key without the rule too: the example does not show what the rule does"
