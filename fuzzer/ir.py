@@ -258,6 +258,13 @@ def graph_from_json(obj: Any, input_sets: int = 1, trusted: bool = False) -> Gra
     return graph
 
 
+def forward_inputs(graph: Graph) -> tuple[Input, ...]:
+    """A graph's inputs without gradient flags: a probe, prefix or cut of a training case is a forward program (its
+    output is no loss; triage21: every forward finding of a training case went unlocalized, named the loss;
+    triage22: attribution's cut at a departed node raised as an invalid training case)."""
+    return tuple(replace(i, grad=False) if i.grad else i for i in graph.inputs)
+
+
 def check_training(graph: Graph, typed: "TypedGraph") -> None:
     """IRError unless a training graph's first output is its loss (a 0-dim float) and its gradients are of float
     tensors (a forward-only graph passes)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from fuzzer.ir import Case, Graph
+from fuzzer.ir import Case, Graph, forward_inputs
 from fuzzer.tvm_passes import PassSequenceError, check_sequence
 
 from .bugs import same_cause
@@ -35,7 +35,7 @@ def at_departure(finding: Finding, case: Case) -> Case:
     if not finding.details.get("raised_at") or finding.node not in ids:
         return case
     prefix = case.graph.nodes[:ids.index(finding.node) + 1]
-    return replace(case, graph=Graph(case.graph.inputs, prefix, (finding.node,)))
+    return replace(case, graph=Graph(forward_inputs(case.graph), prefix, (finding.node,)))
 
 
 def same_verdict(a: Finding, b: Finding) -> bool:

@@ -13,7 +13,7 @@ import numpy as np
 
 from fuzzer.dtypes import FLOAT_FORMATS
 from fuzzer.interpret import evaluate, ideal_values
-from fuzzer.ir import Graph, IRError, infer
+from fuzzer.ir import Graph, IRError, forward_inputs, infer
 from fuzzer.ops import OPS
 from fuzzer.outcome import Outcome
 
@@ -29,12 +29,6 @@ from .subjects import Subject
 Values = dict[str, np.ndarray]
 Run = Callable[[Graph, Values], Outcome]  # the executor at fault on one graph and one input set
 Probe = tuple[dict[str, np.ndarray], dict[str, "str | None"], dict[str, str]]
-
-
-def forward_inputs(graph: Graph) -> tuple[Any, ...]:
-    """A graph's inputs without gradient flags: a probe or prefix of a training case is a forward program (its
-    first output is no loss; triage21: every forward finding of a training case went unlocalized, named the loss)."""
-    return tuple(replace(i, grad=False) if i.grad else i for i in graph.inputs)
 
 
 def probe(s: Subject, inputs: Values, run: Run, k: int = -1) -> Probe | None:

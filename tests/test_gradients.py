@@ -16,7 +16,7 @@ import pytest
 
 from fuzzer.executors import create
 from fuzzer.gradients import program, reference
-from fuzzer.ir import Case, Graph, Input, IRError, Node, case_from_json, graph_to_json, input_values, parse_case
+from fuzzer.ir import Case, Graph, Input, IRError, Node, case_from_json, graph_to_json, input_values, load_case, parse_case
 from oracles.findings import Finding
 from oracles.gradients import single_op_case
 from oracles.nodes import rounded_inputs
@@ -300,6 +300,25 @@ def test_regression_tvm_training_flow_raising_is_one_record_whatever_the_ops() -
     assert bug_key(raised(["sum", "mul"])) == bug_key(raised(["gather", "rms_norm", "linear"])) == bug_key(raised(["mul"]))
 
 
+def test_regression_attribution_cuts_a_training_case_into_a_forward_program() -> None:
+    """triage22 (case 83): TVM's attention returned float32 and the loss's `sub` then raised; attribution cut the case
+    after the attention to recheck it, kept the gradient flags, and the cut (no loss) raised IRError as an invalid
+    training case: an internal error, the case's findings lost. The cut is a forward program now."""
+    from oracles.attribution import at_departure
+
+    case = load_case(Path(__file__).parent / "fixtures" / "training-sdpa-bf16-mask-triage22.json")
+    f = Finding("dtype-divergence", "tvm/decompose", ["scaled_dot_product_attention"], ["bfloat16,float32"], "dtype",
+                "m", node="attn", details={"raised_at": "residual"})
+    cut = at_departure(f, case)
+    assert cut.graph.outputs == ("attn",) and not any(i.grad for i in cut.graph.inputs)
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    with ExecutorPool(["torch/eager", "tvm/default", "tvm/decompose"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "tvm/decompose"])
+    assert any(g.executor == "tvm/decompose" and g.oracle == "dtype-divergence" for g in result.findings)
+
+
 def test_regression_a_tvm_training_flow_raise_the_default_pipeline_shares_is_that_pipelines_record() -> None:
     """triage21: silu's LLVM verification failure and rms_norm's legalization error, raised by tvm/default and
     tvm/train alike, were two records each (the training flow's raise keyed with every op as `*`). Where the
@@ -391,3 +410,14 @@ def test_regression_a_forward_finding_of_a_training_case_is_localized_to_its_nod
         result = Checker(pool).check(case, ["xla/native"])
     forward = [f for f in result.findings if f.kind == "backend-bug" and not f.details.get("grad")]
     assert forward and forward[0].ops == ["layer_norm"] and forward[0].node == "layer_norm1", result.findings
+
+
+def test_regression_the_cancellation_floor_of_infinite_gradients_warns_nothing() -> None:
+    """triage22: inf - inf in the gradient floor printed numpy's RuntimeWarning on the campaign's terminal."""
+    import warnings
+
+    from fuzzer.gradients import cancellation
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cancellation(np.array([np.inf, 1.0]), np.array([np.inf, 1.0])) == 0.0
