@@ -56,6 +56,7 @@ CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
 UPDATE_HAZARDS = ("update-lost", "update-nonfinite")  # oracles.training_hazards: an optimizer step's update lost
 TRAINING_HAZARDS = UPDATE_HAZARDS + ("grad-underflow",)  # and a gradient lost to 16-bit underflow (loss scaling)
+WHOLE_MODULE_FLOWS = ("tvm/train",)  # a raise of theirs is the whole module's (Gradient): see KEY_RULES
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
 
@@ -205,7 +206,7 @@ KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("tvm-gradient-raises", "triage19: relax.transform.Gradient refusing bfloat16 parameters filed 8 times, "
             "once per op list; triage21: where the default pipeline raises the same (silu's LLVM verification), "
             "that pipeline's record",
-            lambda f, k, specific: (f.oracle == "status-divergence" and f.executor == "tvm/train"
+            lambda f, k, specific: (f.oracle == "status-divergence" and f.executor in WHOLE_MODULE_FLOWS
                                     and specific is not False),
             {"ops": "*"}),
     KeyRule("coverage-gap", "an op or dtype a backend cannot lower, subnormals it flushes: one per backend, class "
@@ -270,6 +271,13 @@ def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, s
         if specific is None and base is not None and f.executor != base and base in ran:
             specific = not any(g.executor == base and same_cause(f, g) for g in found)
         out[f.signature] = bug_key(f, specific)
+    for f in found:  # a whole-module flow raising what another pipeline raises: that pipeline's record (triage22:
+        # `full`'s PrimType error and interpolate_linear's divide by zero, filed from tvm/decompose and from tvm/train)
+        same = [g for g in found if f.executor in WHOLE_MODULE_FLOWS and f.oracle == "status-divergence"
+                and g.executor not in WHOLE_MODULE_FLOWS and g.backend == f.backend and g.oracle == f.oracle
+                and error_family(g) == error_family(f)]
+        if same:
+            out[f.signature] = out[same[0].signature]
     return out
 
 

@@ -334,6 +334,22 @@ def test_regression_a_tvm_training_flow_raise_the_default_pipeline_shares_is_tha
     assert bug_key(raised("tvm/train"), None) == bug_key(replace(raised("tvm/train"), ops=["mul", "sum"]), None)
 
 
+def test_regression_the_training_flow_raising_what_another_pipeline_raises_is_that_pipelines_record() -> None:
+    """triage22: `full`'s PrimType error and interpolate_linear's divide by zero were filed from tvm/decompose and
+    again from tvm/train (whose raise is keyed for the whole module). In one check where another TVM pipeline raises
+    the same, the training flow's finding joins that record; where none does, it stays Gradient's."""
+    from oracles.bugs import case_keys
+
+    detail = {"error_key": "argument of type is not iterable"}
+    other = Finding("status-divergence", "tvm/decompose", ["full"], [], "compiler-error", "m", details=detail)
+    train = Finding("status-divergence", "tvm/train", ["add", "full", "mul", "sum"], [], "compiler-error", "m",
+                    details=detail)
+    keys = case_keys([other, train], ["torch/eager", "tvm/decompose", "tvm/train"])
+    assert keys[train.signature] == keys[other.signature]
+    alone = case_keys([train], ["torch/eager", "tvm/decompose", "tvm/train"])
+    assert alone[train.signature] != keys[other.signature]
+
+
 def test_regression_one_mechanism_is_one_record_across_the_dtypes_and_pipelines_it_shows_in() -> None:
     """triage21: torch_xla's HLO batch-norm-training (one-pass variance) was one record in float32 and another in
     float16; TVM's float16 layer_norm after DecomposeOpsForTraining was one record from tvm/decompose (the 16-bit
