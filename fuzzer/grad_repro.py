@@ -80,7 +80,8 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     lines += _exact_lines(names, k, wanted)  # after the backend's: a CPU backward first breaks torch_xla's autograd engine
     if not tvm:
         lines.append(f"control, _ = backward({prog}, 'cpu', contextlib.nullcontext())")
-    lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident, margin)
+    lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident, margin,
+                      finding.details.get("expected_dtype") if finding.error_class == "grad-dtype" else None)
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
@@ -135,9 +136,12 @@ def _tvm_run(policy: Any, names: list[str], k: int) -> list[str]:
             f"got, dtype = grads[{k}].numpy().astype(np.float64), str(grads[{k}].dtype)"]
 
 
-def _verdict(executor: str, name: str, control: bool, ident: dict[str, str], margin: float) -> list[str]:
+def _verdict(executor: str, name: str, control: bool, ident: dict[str, str], margin: float,
+             expected_dtype: str | None = None) -> list[str]:
     """Print the errors; exit 1 while the gradient is non-finite where the exact one is not, or its error in ULPs is
-    `margin` times the bound (the oracle's ratio restated: worst with worst, RMS with RMS)."""
+    `margin` times the bound (the oracle's ratio restated: worst with worst, RMS with RMS); for a dtype finding,
+    while the gradient's dtype is not `expected_dtype`, PyTorch's (triage22 b94a8c15e3: its script judged only the
+    error and exited 0)."""
     out = ["finite = np.isfinite(want)",
            "bad_nonfinite = int(np.count_nonzero(finite & ~np.isfinite(got)))",
            "ok = finite & np.isfinite(got)",
@@ -152,8 +156,12 @@ def _verdict(executor: str, name: str, control: bool, ident: dict[str, str], mar
     if control:
         out.append("print(f'PyTorch eager on the CPU, same program: max error "
                    "{float(np.max(np.abs(control - want)[finite], initial=0.0)):.4g}')")
-    out += [f"bug = bad_nonfinite > 0 or ratio >= {margin!r}",
-            "print('BUG REPRODUCED' if bug else 'not reproduced (fixed?)')",
+    if expected_dtype is not None:
+        out += [f"print(f'gradient of {ident.get(name, name)} has dtype {{dtype}} on {executor}; PyTorch eager gives "
+                f"{expected_dtype}')", f"bug = dtype != {expected_dtype!r}"]
+    else:
+        out.append(f"bug = bad_nonfinite > 0 or ratio >= {margin!r}")
+    out += ["print('BUG REPRODUCED' if bug else 'not reproduced (fixed?)')",
             "sys.exit(1 if bug else 0)"]
     return out
 

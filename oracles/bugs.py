@@ -317,7 +317,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     grad = finding.details.get("grad")
     if grad is not None:
         what = {"grad-nonfinite": "is inf/nan where an fp32-accumulating backward is finite",
-                "grad-dtype": f"has dtype {(finding.dtypes or ['?'])[-1].split('->')[-1]} where PyTorch's differs",
+                "grad-dtype": f"has dtype {(finding.dtypes or ['?'])[-1].split('->')[-1]} where PyTorch's "
+                              + (f"is {finding.details['expected_dtype']}" if "expected_dtype" in finding.details
+                                 else "differs"),
                 "backward-raises": f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"

@@ -59,10 +59,17 @@ def dtypes(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Out
             continue
         for name, got, want in zip(graph.wrt, o.grad_dtypes, e.grad_dtypes):
             if got != reported(want):
-                return [Finding("dtype-divergence", executor, ["backward"], [f"{want}->{got}"], "grad-dtype",
+                return [Finding("dtype-divergence", executor, consumers(graph, name), [f"{want}->{got}"], "grad-dtype",
                                 f"the gradient of {name} is {got} where PyTorch eager's is {reported(want)}",
-                                against="torch/eager", input_set=k, output=grad_name(name), details={"grad": name})]
+                                against="torch/eager", input_set=k, output=grad_name(name),
+                                details={"grad": name, "expected_dtype": reported(want)})]
     return []
+
+
+def consumers(graph: Graph, name: str) -> list[str]:
+    """The ops whose backward gives an input its gradient (those that read it), in graph order; ["backward"] where
+    none does (triage22 b94a8c15e3: a gradient dtype finding named no op and was titled "float16 backward backward")."""
+    return list(dict.fromkeys(n.op for n in graph.nodes if name in n.inputs)) or ["backward"]
 
 
 def judge(outcomes: list[Outcome], refs: list[Reference | None], wrt: list[Input]) -> list[OutputJudgement]:

@@ -437,3 +437,25 @@ def test_regression_the_cancellation_floor_of_infinite_gradients_warns_nothing()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cancellation(np.array([np.inf, 1.0]), np.array([np.inf, 1.0])) == 0.0
+
+
+def test_regression_a_gradient_dtype_finding_names_the_op_and_its_script_checks_the_dtype(tmp_path) -> None:
+    """triage22 b94a8c15e3: TVM's training flow gives a float16 conv2d's weight a float32 gradient; the finding named
+    no op ("float16 backward backward" in its title), and its script judged only the error and exited 0. It names
+    the op reading the input now, and the script exits 1 while the gradient's dtype is not eager's."""
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+    from fuzzer.repro import render
+    from oracles.bugs import title
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-train-fp16-conv2d-weight-grad-float32-triage22.json")
+    with ExecutorPool(["torch/eager", "tvm/train"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "tvm/train"])
+    (f,) = [g for g in result.findings if g.error_class == "grad-dtype"]
+    assert f.ops == ["conv2d"] and f.details["expected_dtype"] == "float16"
+    assert title(f).startswith(f"[TVM] float16 conv2d backward: the gradient of {f.details['grad']} has dtype float32 "
+                               "where PyTorch's is float16"), title(f)
+    script = tmp_path / "repro.py"
+    script.write_text(render(case, f, create("tvm/train"), title(f)))
+    run = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "dtype float32 on tvm/train; PyTorch eager gives float16" in run.stdout, run
