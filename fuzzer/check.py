@@ -308,8 +308,8 @@ class Checker:
         for k, (values, ref) in enumerate(zip(ins, refs)):
             if ref is None:
                 continue
-            exact, ideals = ref[0], ref[1]
-            for loss in training_hazards.gradient_underflow(s.numeric, values, exact, ideals[0]):
+            exact, ideals, floors = ref
+            for loss in training_hazards.gradient_underflow(s.numeric, values, exact, ideals[0], floors):
                 if loss.wrt not in seen:
                     seen.add(loss.wrt)
                     out.append(training_hazards.gradient_finding(s.name, s.label, s.numeric, loss, k))

@@ -38,7 +38,8 @@ def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
     """The graph computing in `arithmetic` (float64 or float32); with `rounded`, every float value of the original
     graph rounded to its declared dtype after the op that makes it (and its gradient rounded there in the backward)."""
     typed = infer(graph)
-    wide = redeclare(graph, tuple(d for d in NARROWER if d != arithmetic) + ("float64",), arithmetic)
+    wide = with_group_norm_weights(
+        redeclare(graph, tuple(d for d in NARROWER if d != arithmetic) + ("float64",), arithmetic), arithmetic)
     if not rounded:
         return wide
     taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
@@ -46,14 +47,33 @@ def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
     nodes: list[Node] = []
     for node in wide.nodes:
         nodes.append(replace(node, inputs=tuple(rename.get(o, o) if isinstance(o, str) else o for o in node.inputs)))
-        info = typed.values[node.id]
-        if info.kind == "scalar" or not is_float(info.dtype) or info.dtype in (arithmetic, "float64"):
+        info = typed.values.get(node.id)
+        if info is None or info.kind == "scalar" or not is_float(info.dtype) or info.dtype in (arithmetic, "float64"):
             continue
         narrow, back = fresh_name(f"{node.id}__to_{info.dtype}", taken), fresh_name(f"{node.id}__rounded", taken)
         nodes += [Node(narrow, "astype", (node.id,), {"dtype": info.dtype}),
                   Node(back, "astype", (narrow,), {"dtype": arithmetic})]
         rename[node.id] = back
     return Graph(wide.inputs, tuple(nodes), tuple(rename.get(o, o) for o in wide.outputs))
+
+
+def with_group_norm_weights(graph: Graph, arithmetic: str) -> Graph:
+    """`graph` with a weight of ones (`full`, in `arithmetic`) given to each group_norm that has a bias but no weight:
+    the same function (x_hat * 1 + bias is exact), but PyTorch's CPU native_group_norm_backward allocates the bias
+    gradient with empty_like(weight), which raises "tensor does not have a device" on an undefined weight (torch 2.9;
+    triage22 b3e61a53b2: the minimizer dropped a group_norm's weight and kept its bias's gradient)."""
+    typed = infer(graph)
+    taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+    nodes: list[Node] = []
+    for node in graph.nodes:
+        ops = tuple(node.inputs) + (None,) * (3 - len(node.inputs))
+        if node.op == "group_norm" and ops[1] is None and ops[2] is not None:
+            ones = fresh_name(f"{node.id}__ones", taken)
+            channels = typed.values[ops[0]].shape[1]
+            nodes.append(Node(ones, "full", (), {"shape": [channels], "value": 1.0, "dtype": arithmetic}))
+            node = replace(node, inputs=(ops[0], ones, ops[2]))
+        nodes.append(node)
+    return replace(graph, nodes=tuple(nodes))
 
 
 def autograd(graph: Graph, values: Values) -> list[np.ndarray]:

@@ -459,3 +459,27 @@ def test_regression_a_gradient_dtype_finding_names_the_op_and_its_script_checks_
     script.write_text(render(case, f, create("tvm/train"), title(f)))
     run = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300)
     assert run.returncode == 1 and "dtype float32 on tvm/train; PyTorch eager gives float16" in run.stdout, run
+
+
+def test_regression_the_reference_gradient_of_a_group_norm_bias_without_weight_is_computed() -> None:
+    """triage22 b3e61a53b2: the minimizer dropped a group_norm's weight and kept its bias's gradient; PyTorch's CPU
+    group_norm backward allocates that gradient like the (undefined) weight and raises "tensor does not have a
+    device", and the float64 reference failed as an internal error. The reference gives the group_norm a weight of
+    ones (the same function): d sum(group_norm(x) + beta) / d beta is the element count."""
+    case = load_case(Path(__file__).parent / "fixtures" / "group-norm-bias-grad-without-weight-triage22.json")
+    exact, ideals, _ = reference(case.graph, rounded_inputs(case.graph, input_values(case, 0)))
+    assert exact[0].tolist() == [2.0] and all(i[0].tolist() == [2.0] for i in ideals)
+
+
+def test_regression_a_gradient_zero_by_cancellation_is_no_underflow_hazard() -> None:
+    """triage22: d sum(group_norm(conv(x, w))) / dx is 0 (a normalized output sums to a constant); float64 leaves
+    1e-16 of rounding there, which the float16 backward returns as 0, and the gradients of x and w were filed as
+    "100% lost to underflow, scale the loss". Below an ULP of float32 at the terms it sums, an exact gradient is
+    zero by cancellation."""
+    from oracles.training_hazards import gradient_underflow
+
+    case = load_case(Path(__file__).parent / "fixtures" / "group-norm-sum-gradient-zero-by-cancellation-triage22.json")
+    values = rounded_inputs(case.graph, input_values(case, 0))
+    exact, ideals, floors = reference(case.graph, values)
+    assert gradient_underflow(case.graph, values, exact, ideals[0], floors) == []
+    assert gradient_underflow(case.graph, values, exact, ideals[0])  # what was said without the terms' magnitude

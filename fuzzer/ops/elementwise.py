@@ -140,6 +140,12 @@ def log(a, **_: Any) -> np.ndarray:
         return np.log(a)
 
 
+def log1p(a, **_: Any) -> np.ndarray:
+    """log(1 + a), exact near 0 (softplus and Mamba's discretization; issue 37)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log1p(a)
+
+
 def sqrt(a, **_: Any) -> np.ndarray:
     """Square root."""
     with np.errstate(invalid="ignore"):
@@ -455,6 +461,13 @@ OPS: list[OpSpec] = [
            iv.unary_rule(iv.log), _X_POSITIVE, scalars_ok=True,
            numpy=_np_unary("np.log"),
            aten=A.overloads("log.default log_.default", A.unary("log"))),
+    # Relax has no log1p: TVM's own torch frontend lowers it as log(x + 1) (exported_program_translator._log1p), and
+    # so does this lowering, so a small x loses there what TVM users lose
+    OpSpec("log1p", "elementwise", ("a",), {}, _unary(), log1p, _torch_unary("torch.log1p", "math.log1p"),
+           lambda c: f"R.op.log(R.op.add({c.arg(0)}, {_relax_const(c, 1.0)}))",
+           iv.unary_rule(lambda a: iv.log((a[0] + 1.0, a[1] + 1.0))), _X_POSITIVE, scalars_ok=True,
+           numpy=_np_unary("np.log1p"),
+           aten=A.overloads("log1p.default log1p_.default", A.unary("log1p"))),
     OpSpec("sqrt", "elementwise", ("a",), {}, _unary(), sqrt, _torch_unary("torch.sqrt", "math.sqrt"),
            _relax_unary("sqrt"), iv.unary_rule(iv.sqrt), _X_POSITIVE, scalars_ok=True,
            numpy=_np_unary("np.sqrt"),

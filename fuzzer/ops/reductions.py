@@ -255,9 +255,16 @@ def _aten_amax(c: AtenCall) -> str:
 
 def _aten_softmax(op: str) -> A.AtenFn:
     def tr(c: AtenCall) -> str:
-        if c.arg(2, "half_to_float", None) not in (None, False) or c.kwargs.get("dtype") is not None:
-            raise AtenSkip("softmax with a dtype")
-        return c.emit(op, [c.arg(0, "self")], {"dim": int(c.arg(1, "dim"))})
+        """softmax(x, dim, dtype=d) is softmax(x.to(d)) (PyTorch casts first; transformers' eager attention asks for
+        float32 this way, issue 37); _softmax(x, dim, half_to_float=True) computes a 16-bit x in float32."""
+        x = c.arg(0, "self")
+        if c.target.startswith("_"):
+            want = "float32" if c.arg(2, "half_to_float", False) else None
+        else:
+            want = A.dtype_of(c.arg(2, "dtype", None))
+        if want is not None:
+            x = c.emit("astype", [x], {"dtype": want})
+        return c.emit(op, [x], {"dim": int(c.arg(1, "dim"))})
 
     return tr
 
