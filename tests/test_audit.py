@@ -96,6 +96,30 @@ def test_regression_roll_repeat_and_broadcast_to_translate_exactly() -> None:
     np.testing.assert_array_equal(got, M()(x, t).double().numpy())
 
 
+def test_regression_softmax_with_a_dtype_and_log1p_translate() -> None:
+    """issue 37: transformers' eager attention (Gemma2 has no other) calls softmax(..., dtype=torch.float32), and
+    softplus / Mamba call log1p: both stopped the audit at "cannot translate". softmax with a dtype is a cast then
+    the softmax, as PyTorch defines it; log1p is an op."""
+    import numpy as np
+    import torch
+
+    from fuzzer.audit.translate import translate
+    from fuzzer.interpret import evaluate
+    from fuzzer.ir import input_values
+
+    class M(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            p = torch.nn.functional.softmax(x, dim=-1, dtype=torch.float32)
+            return torch.log1p(p) + torch.log_softmax(x, -1, dtype=torch.float32)
+
+    x = torch.randn(2, 5, dtype=torch.bfloat16)
+    tr = translate(M(), (x,))
+    nodes = [(n.op, n.attrs.get("dtype")) for n in tr.case.graph.nodes]
+    assert ("astype", "float32") in nodes and ("log1p", None) in nodes, nodes
+    got = evaluate(tr.case.graph, input_values(tr.case, 0), rounded=False)[tr.case.graph.outputs[0]]
+    np.testing.assert_allclose(got, M()(x).double().numpy(), rtol=1e-6)
+
+
 def test_regression_unet1d_kernel_resampling_and_reflect_pad_translate() -> None:
     """A new user's diffusers UNet1DModel stopped at "cannot translate": its Downsample1d/Upsample1d build a conv weight
     with `weight[indices, indices] = kernel` (aten.index_put_ on a zeros tensor, a buffer and an arange: computed at
