@@ -54,6 +54,8 @@ def test_audit_train_reports_bf16_adamw_dropping_each_layernorm_gains_update_wit
     assert "master weights" in lost[0]["fix"] and lost[0]["param_dtype"] == "bfloat16"
     assert any(c["backward"] not in ("", "-") for c in verdict["table"]), verdict["table"]
     assert "optimizer: AdamW(lr=1e-4) (the default" in " ".join(verdict["notes"])
+    size = verdict["graph"]  # what was judged, in the JSON too (issue 37: it was on stderr only)
+    assert size["nodes"] > 0 and 0 < size["parameters"] < size["inputs"] and size["values"] > size["inputs"]
 
 
 def test_audit_train_takes_the_files_loss_and_optimizer(tmp_path: Path) -> None:

@@ -103,6 +103,7 @@ class Verdict:
     coverage: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    graph: dict[str, int] = field(default_factory=dict)  # what was judged: nodes, inputs, values (issue 37)
 
     @property
     def model_hazards(self) -> list[Hazard]:
@@ -117,10 +118,18 @@ class Verdict:
     def to_json(self) -> dict[str, Any]:
         """The --json object."""
         return {"model": self.model, "exit_status": self.exit_status, "seconds": round(self.seconds, 1),
+                "graph": self.graph,
                 "table": [_clean(asdict(c)) for c in self.cells],
                 "hazards": [asdict(h) for h in self.model_hazards],
                 "input_casts": [asdict(h) for h in self.hazards if h.caller_cast],
                 "bugs": [_clean(asdict(b)) for b in self.bugs], "coverage": self.coverage, "notes": self.notes}
+
+
+def graph_size(graph: Any) -> dict[str, int]:
+    """The size of a captured graph: nodes, inputs (parameters among them) and the values they hold."""
+    return {"nodes": len(graph.nodes), "inputs": len(graph.inputs),
+            "parameters": sum(1 for i in graph.inputs if i.role == "param"),
+            "values": sum(int(math.prod(i.shape)) for i in graph.inputs)}
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:

@@ -134,7 +134,7 @@ def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: 
            save: Path | None, log: Callable[[str], None], t0: float) -> int:
     """The audit of a captured model on `pool`: checks, minimization, exploration, the verdict printed."""
     from ..audit.session import explore, explored_bugs, minimize_bugs, run_checks, step_scenario
-    from ..audit.verdict import build, render
+    from ..audit.verdict import build, graph_size, render
 
     names = pool.names
     if save is not None:
@@ -149,6 +149,7 @@ def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: 
     if tr.optimizer is not None:
         scenarios.append(step_scenario(tr.case, tr.optimizer, checker, names, log, args.steps))
     verdict = build(f"{path}:{func}", scenarios, tr.sources, tr.notes)
+    verdict.graph = graph_size(tr.case.graph)
     if verdict.bugs and not args.no_minimize:
         minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3, log, args.force)
     if args.explore:
