@@ -1168,6 +1168,25 @@ def test_regression_audit_of_a_model_torch_export_refuses_prints_no_torch_traceb
     assert len(errors) == 1 and "must have same reduction dim" in errors[0], done.stderr
 
 
+def test_regression_an_export_failure_is_one_line_naming_the_users_line_and_torchs_dump_goes_to_a_log(
+        workdir: Path) -> None:
+    """issue 37: a model torch.export cannot capture (data-dependent control flow) printed torch's graph dump (117 KB
+    on a real model) above the error, and the error line left out torch's pointer to the user's source line."""
+    root = Path(__file__).resolve().parent.parent
+    (workdir / "m.py").write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                                  "        if x.sum() > 0:\n            return x * 2\n        return x - 1\n"
+                                  "def make():\n    return M(), (torch.ones(4, 4),)\n")
+    done = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", "m.py", "--executors", "torch/eager",
+                           "--no-minimize", "--out", "a"], cwd=workdir, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(root), "TMPDIR": str(workdir)})
+    assert done.returncode == 2, done.stderr
+    assert "def forward" not in done.stderr and "torch.ops.aten" not in done.stderr, done.stderr
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("precfuzz: error:")]
+    assert "at m.py:4 (`if x.sum() > 0:`)" in error, error
+    log = Path(error.rsplit("torch's full message and output: ", 1)[1])
+    assert log.parent == workdir and "torch.ops.aten" in log.read_text()
+
+
 def _processes_in(folder: Path) -> list[int]:
     """Processes (not this one) whose working directory is `folder` or under it."""
     found = []

@@ -8,8 +8,12 @@ source line it came from (the exported graph's stack traces), so a verdict can p
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import math
+import os
+import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -88,32 +92,61 @@ def capture(module: Any, args: tuple[Any, ...], retry_float32: bool = True) -> t
     import torch
 
     module = module.eval()
+    captured = io.StringIO()  # what torch prints while it fails (a graph dump of up to 100 KB): a log file, not the terminal
     try:
-        with quiet_torch_logs():
+        with quiet_torch_logs(captured):
             return torch.export.export(module, args), []
     except Exception as exc:  # noqa: BLE001 - the user's model raised: a value, retried once
-        first = _last_line(exc)
+        first = _last_line(exc) + _user_line(exc)
         if not retry_float32 or _float_params(module) <= {"float32", "float64"}:
-            raise AuditInputError(f"torch.export failed on the example args: {first}") from None
+            raise AuditInputError(f"torch.export failed on the example args: {first}{_log_note(exc, captured)}") from None
         try:
-            with quiet_torch_logs():
+            with quiet_torch_logs(captured):
                 ep = torch.export.export(copy.deepcopy(module).float(), args)
         except Exception as exc2:  # noqa: BLE001
-            raise AuditInputError(f"torch.export failed on the example args: {first} "
-                                  f"(and with float32 parameters: {_last_line(exc2)})") from None
+            raise AuditInputError(f"torch.export failed on the example args: {first} (and with float32 parameters: "
+                                  f"{_last_line(exc2)}{_user_line(exc2)}){_log_note(exc2, captured)}") from None
         return ep, [f"PyTorch raises on the example args as given ({first}); the graph was captured with "
                     "float32 parameters and declares the module's own dtypes"]
 
 
+def _user_line(exc: BaseException) -> str:
+    """' at FILE:LINE (`code`)': the last frame outside torch and precfuzz that torch's message names (its "The
+    following call raised this error"), or '' (issue 37: the one line left torch's pointer to the user's code out)."""
+    frames = [(f, int(n), code.strip()) for f, n, code in
+              re.findall(r'File "([^"]+)", line (\d+), in [^\n]*\n[ \t]+([^\n]*)', str(exc))
+              if "site-packages" not in f and not f.startswith(OWN_CODE)]
+    if not frames:
+        return ""
+    name, line, code = frames[-1]
+    return f" at {Path(name).name}:{line} (`{code[:120]}`)"
+
+
+def _log_note(exc: BaseException, captured: io.StringIO) -> str:
+    """'; torch's full message and output: PATH' (a file of its own), or '' where it cannot be written."""
+    try:
+        fd, path = tempfile.mkstemp(prefix="precfuzz-export-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as fh:
+            fh.write(f"{type(exc).__name__}: {exc}\n\n--- printed by torch while exporting ---\n{captured.getvalue()}")
+    except OSError:
+        return ""
+    return f"; torch's full message and output: {path}"
+
+
 @contextlib.contextmanager
-def quiet_torch_logs() -> Iterator[None]:
+def quiet_torch_logs(captured: io.StringIO | None = None) -> Iterator[None]:
     """No log records while torch.export runs: on a model that raises, its fake-tensor dispatch logs the whole
     traceback at ERROR level to stderr before raising (round five: a Linear(4, 4) given a [2, 5] input printed 17
-    lines of traceback above the audit's one error line); the exception itself is what the audit reports."""
+    lines of traceback above the audit's one error line); the exception itself is what the audit reports. With
+    `captured`, what torch prints meanwhile goes there (a data-dependent guard prints the graph, twice)."""
     before = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
-        yield
+        if captured is None:
+            yield
+        else:
+            with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+                yield
     finally:
         logging.disable(before)
 
