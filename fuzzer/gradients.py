@@ -24,9 +24,11 @@ import numpy as np
 from .dtypes import flush, is_float, round_to
 from .identifiers import fresh_name
 from .ir import Graph, Node, infer, redeclare
+from .ops import OPS, tagged
 
 Values = dict[str, np.ndarray]
 NARROWER = ("float8_e4m3fn", "float8_e5m2", "float16", "bfloat16", "float32")
+NEEDS_WEIGHT = tagged(OPS, "autograd-needs-weight")  # see with_weights
 
 
 def grad_name(name: str) -> str:
@@ -38,7 +40,7 @@ def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
     """The graph computing in `arithmetic` (float64 or float32); with `rounded`, every float value of the original
     graph rounded to its declared dtype after the op that makes it (and its gradient rounded there in the backward)."""
     typed = infer(graph)
-    wide = with_group_norm_weights(
+    wide = with_weights(
         redeclare(graph, tuple(d for d in NARROWER if d != arithmetic) + ("float64",), arithmetic), arithmetic)
     if not rounded:
         return wide
@@ -57,21 +59,25 @@ def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
     return Graph(wide.inputs, tuple(nodes), tuple(rename.get(o, o) for o in wide.outputs))
 
 
-def with_group_norm_weights(graph: Graph, arithmetic: str) -> Graph:
-    """`graph` with a weight of ones (`full`, in `arithmetic`) given to each group_norm that has a bias but no weight:
-    the same function (x_hat * 1 + bias is exact), but PyTorch's CPU native_group_norm_backward allocates the bias
-    gradient with empty_like(weight), which raises "tensor does not have a device" on an undefined weight (torch 2.9;
-    triage22 b3e61a53b2: the minimizer dropped a group_norm's weight and kept its bias's gradient)."""
+def with_weights(graph: Graph, arithmetic: str) -> Graph:
+    """`graph` with a per-channel weight of ones (`full`, in `arithmetic`) given to each op tagged
+    `autograd-needs-weight` that has a bias but no weight: the same function (x_hat * 1 + bias is exact), but
+    PyTorch's CPU group_norm backward allocates the bias gradient with empty_like(weight), which raises "tensor does
+    not have a device" on an undefined weight (torch 2.9; triage22 b3e61a53b2: the minimizer dropped a group_norm's
+    weight and kept its bias's gradient)."""
     typed = infer(graph)
     taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
     nodes: list[Node] = []
     for node in graph.nodes:
-        ops = tuple(node.inputs) + (None,) * (3 - len(node.inputs))
-        if node.op == "group_norm" and ops[1] is None and ops[2] is not None:
-            ones = fresh_name(f"{node.id}__ones", taken)
-            channels = typed.values[ops[0]].shape[1]
-            nodes.append(Node(ones, "full", (), {"shape": [channels], "value": 1.0, "dtype": arithmetic}))
-            node = replace(node, inputs=(ops[0], ones, ops[2]))
+        slots = OPS[node.op].operands
+        if node.op in NEEDS_WEIGHT:
+            w, b = slots.index("weight?"), slots.index("bias?")
+            ops = tuple(node.inputs) + (None,) * (len(slots) - len(node.inputs))
+            if ops[w] is None and ops[b] is not None:
+                ones = fresh_name(f"{node.id}__ones", taken)
+                channels = typed.values[ops[0]].shape[1]
+                nodes.append(Node(ones, "full", (), {"shape": [channels], "value": 1.0, "dtype": arithmetic}))
+                node = replace(node, inputs=tuple(ones if k == w else o for k, o in enumerate(ops)))
         nodes.append(node)
     return replace(graph, nodes=tuple(nodes))
 

@@ -120,6 +120,27 @@ def test_regression_softmax_with_a_dtype_and_log1p_translate() -> None:
     np.testing.assert_allclose(got, M()(x).double().numpy(), rtol=1e-6)
 
 
+def test_regression_clips_argmax_pooling_translates() -> None:
+    """issue 37: CLIP pools the hidden state at the end-of-text token, h[arange(B), input_ids.argmax(-1)]; the
+    audit stopped at argmax. It is an op (int64 index, compared in the operand's dtype)."""
+    import numpy as np
+    import torch
+
+    from fuzzer.audit.translate import translate
+    from fuzzer.interpret import evaluate
+    from fuzzer.ir import input_values
+
+    class M(torch.nn.Module):
+        def forward(self, h: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+            return h[torch.arange(h.shape[0]), ids.argmax(dim=-1)] * 2
+
+    h, ids = torch.randn(2, 5, 3), torch.tensor([[1, 7, 3, 0, 0], [4, 2, 9, 9, 1]])
+    tr = translate(M(), (h, ids))
+    assert "argmax" in {n.op for n in tr.case.graph.nodes}
+    got = evaluate(tr.case.graph, input_values(tr.case, 0), rounded=False)[tr.case.graph.outputs[0]]
+    np.testing.assert_array_equal(got, M()(h, ids).double().numpy())
+
+
 def test_regression_unet1d_kernel_resampling_and_reflect_pad_translate() -> None:
     """A new user's diffusers UNet1DModel stopped at "cannot translate": its Downsample1d/Upsample1d build a conv weight
     with `weight[indices, indices] = kernel` (aten.index_put_ on a zeros tensor, a buffer and an arange: computed at

@@ -115,7 +115,9 @@ UNSUPPORTED = {
     ("group_norm", "bfloat16"): "expects that data must be float, but got T.bfloat16",  # Relax type inference
 }
 # A TVM error at compile that is no limitation it states: a backend bug (power's check forgets bfloat16 is a float)
-FAILS = {("pow", "bfloat16"): "power only applies to float"}
+FAILS = {("pow", "bfloat16"): "power only applies to float",
+         # TVM's own frontend fails the same on torch.argmax of a bfloat16 tensor (a TVM limitation, issue 37's op)
+         ("argmax", "bfloat16"): "StructuralEqual()(value->ty, var->ty)"}
 # Legalized batch_norm adds its float32 epsilon to the float16/bfloat16 variance and returns float32 tensors
 # while Relax declares the input dtype: a dtype divergence the oracles report (values are fine). Legalized
 # nn.attention does the same with an explicit float32 scale (the example has none: see test_tvm_attention_*).

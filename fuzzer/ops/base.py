@@ -91,6 +91,7 @@ def one_of(*values: Any) -> AttrType:
 INT = AttrType("an int", _int)
 POSITIVE_INT = AttrType("an int >= 1", lambda v: _int(v) and v >= 1)
 NONNEGATIVE_INT = AttrType("an int >= 0", lambda v: _int(v) and v >= 0)
+OPTIONAL_INT = AttrType("null or an int", lambda v: v is None or _int(v))
 BOOL = AttrType("true or false", lambda v: isinstance(v, bool))
 EPS = AttrType("a finite number >= 0", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
                and math.isfinite(v) and v >= 0)
@@ -226,11 +227,14 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #   stepwise           its ideal rounds inside the op (an optimizer step: torch.optim rounds the state to the parameter's
 #                      dtype at every in-place op): the interpreter hands its reference `stepwise`, a rounding to the
 #                      node's dtype (identity for the exact answer)
+#   autograd-needs-weight  PyTorch's CPU backward raises on a bias whose (per-channel) weight is absent (group_norm:
+#                      dbeta = empty_like(weight)): the float64 gradient reference passes a weight of ones
 #   opmath-scalar      PyTorch's CPU kernel reads a 0-dim second operand at float precision (add, sub, mul, div:
 #                      TensorIterator's original scalar), so a 16-bit result is computed in float32 (TVM's program)
 TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla", "autocast-inner-xla",
         "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar",
-        "xla-batch-norm-training", "relax-fp8-astype", "relax-training-mean", "single-rounding", "stepwise")
+        "xla-batch-norm-training", "relax-fp8-astype", "relax-training-mean", "single-rounding", "stepwise",
+        "autograd-needs-weight")
 
 
 @dataclass(frozen=True)

@@ -454,5 +454,6 @@ _XLA_BN_TRAINING = ('layer_norm', 'group_norm', 'instance_norm')
 OPS = [replace(s, tags=s.tags | {"xla-batch-norm-training"}) if s.name in _XLA_BN_TRAINING else s for s in OPS]
 # Relax DecomposeOpsForTraining expands these into R.mean / R.variance in their own dtype (checked on 0.27:
 # tests/test_tvm_depth.py), so TVM's 16-bit sums show through the pass
+OPS = [replace(s, tags=s.tags | {"autograd-needs-weight"}) if s.name == "group_norm" else s for s in OPS]
 _RELAX_TRAINING_MEAN = ('layer_norm', 'batch_norm')
 OPS = [replace(s, tags=s.tags | {"relax-training-mean"}) if s.name in _RELAX_TRAINING_MEAN else s for s in OPS]

@@ -14,6 +14,7 @@ from .base import (
     DIMS,
     INT,
     NONNEGATIVE_INT,
+    OPTIONAL_INT,
     AtenCall,
     AtenSkip,
     Example,
@@ -75,6 +76,31 @@ def _infer_softmax(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     require_float(a, "input")
     norm_dim(int(attrs.get("dim", -1)), len(a.shape))
     return Typed(tensor(a.shape, a.dtype))
+
+
+def _infer_argmax(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    (a,) = ops
+    assert a is not None
+    if a.is_scalar or not a.shape:
+        raise IRError(f"argmax needs a tensor of rank >= 1, got shape {list(a.shape)}")
+    if a.dtype == "bool":
+        raise IRError("argmax of a bool tensor: PyTorch has no such kernel")
+    dim, keep = attrs.get("dim"), bool(attrs.get("keepdim", False))
+    if dim is None:
+        return Typed(tensor((1,) * len(a.shape) if keep else (), "int64"), compute_dtype=a.dtype)
+    d = norm_dim(int(dim), len(a.shape))
+    return Typed(tensor(tuple(1 if i == d else s for i, s in enumerate(a.shape) if keep or i != d), "int64"),
+                 compute_dtype=a.dtype)  # compared in the operand's dtype, the index is int64
+
+
+def argmax(a, dim=None, keepdim=False, **_: Any) -> np.ndarray:
+    """Index of the largest value (the first of equal ones, NaN the largest, as torch.argmax); over the flattened
+    tensor when dim is None (issue 37: CLIP pools the token at input_ids.argmax(-1))."""
+    a = np.asarray(a)
+    if dim is None:
+        at = np.argmax(a.ravel())
+        return np.asarray(at, dtype=np.int64).reshape((1,) * a.ndim if keepdim else ())
+    return np.argmax(a, axis=int(dim), keepdims=bool(keepdim)).astype(np.int64)
 
 
 def _axis(a: np.ndarray, dims: Any) -> tuple[int, ...] | None:
@@ -253,6 +279,13 @@ def _aten_amax(c: AtenCall) -> str:
                                                 "keepdim": bool(c.arg(2, "keepdim", False))})
 
 
+def _aten_argmax(c: AtenCall) -> str:
+    """argmax(self, dim=None, keepdim=False)."""
+    dim = c.arg(1, "dim", None)
+    return c.emit("argmax", [c.arg(0, "self")], {"dim": None if dim is None else int(dim),
+                                                  "keepdim": bool(c.arg(2, "keepdim", False))})
+
+
 def _aten_softmax(op: str) -> A.AtenFn:
     def tr(c: AtenCall) -> str:
         """softmax(x, dim, dtype=d) is softmax(x.to(d)) (PyTorch casts first; transformers' eager attention asks for
@@ -299,6 +332,15 @@ OPS: list[OpSpec] = [
            Example(_X, ("x",), {"dims": [-1], "keepdim": False}), attr_types=_REDUCE_TYPES,
            numpy=_np_reduce("max"),
            aten=A.overloads("amax.default", _aten_amax)),
+    OpSpec("argmax", "reduction", ("a",), {"dim": None, "keepdim": False}, _infer_argmax, argmax,
+           lambda c: (f"torch.argmax({c.args[0]})" if c.attrs["dim"] is None and not c.attrs["keepdim"] else
+                      f"torch.argmax({c.args[0]}, dim={c.attrs['dim']!r}, keepdim={bool(c.attrs['keepdim'])})"),
+           lambda c: f"R.op.argmax({c.arg(0)}, axis={c.attrs['dim']!r}, keepdims={bool(c.attrs['keepdim'])})",
+           lambda ivs, infos, attrs, out: (0.0, float(max(0, int(np.prod(infos[0].shape)) - 1))),
+           Example(_X, ("x",), {"dim": -1, "keepdim": False}), attr_types={"dim": OPTIONAL_INT, "keepdim": BOOL},
+           numpy=lambda c: (f"np.argmax({c.args[0]}, axis={c.attrs['dim']!r}, keepdims={bool(c.attrs['keepdim'])})"
+                            if c.attrs["dim"] is not None else f"np.argmax({c.args[0]})"),
+           aten=A.overloads("argmax.default", _aten_argmax)),
     OpSpec("softmax", "softmax", ("a",), {"dim": -1}, _infer_softmax, softmax, _torch_softmax("softmax"),
            _relax_softmax("softmax"), iv.softmax_rule(log=False), Example(_X, ("x",), {"dim": -1}),
            attr_types={"dim": INT}, tags=frozenset({"autocast-fp32-xla"}),
