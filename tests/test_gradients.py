@@ -471,15 +471,31 @@ def test_regression_the_reference_gradient_of_a_group_norm_bias_without_weight_i
     assert exact[0].tolist() == [2.0] and all(i[0].tolist() == [2.0] for i in ideals)
 
 
-def test_regression_a_gradient_zero_by_cancellation_is_no_underflow_hazard() -> None:
+@pytest.mark.parametrize("fixture", ["group-norm-sum-gradient-zero-by-cancellation-triage22.json",
+                                     # triage23: a sum of softmax rows, a layer_norm of one element, a uniform softmax
+                                     "gradient-zero-by-cancellation-bcb6015512-triage23.json",
+                                     "gradient-zero-by-cancellation-b3eda8e3c1-triage23.json"])
+def test_regression_a_gradient_zero_by_cancellation_is_no_underflow_hazard(fixture: str) -> None:
     """triage22: d sum(group_norm(conv(x, w))) / dx is 0 (a normalized output sums to a constant); float64 leaves
     1e-16 of rounding there, which the float16 backward returns as 0, and the gradients of x and w were filed as
     "100% lost to underflow, scale the loss". Below an ULP of float32 at the terms it sums, an exact gradient is
     zero by cancellation."""
     from oracles.training_hazards import gradient_underflow
 
-    case = load_case(Path(__file__).parent / "fixtures" / "group-norm-sum-gradient-zero-by-cancellation-triage22.json")
+    case = load_case(Path(__file__).parent / "fixtures" / fixture)
     values = rounded_inputs(case.graph, input_values(case, 0))
     exact, ideals, floors = reference(case.graph, values)
     assert gradient_underflow(case.graph, values, exact, ideals[0], floors) == []
     assert gradient_underflow(case.graph, values, exact, ideals[0])  # what was said without the terms' magnitude
+
+
+def test_regression_a_uniform_softmax_under_autocast_has_no_underflowing_weight_gradient() -> None:
+    """triage23 b8162ac49a: equal keys and values make attention's softmax uniform, so the exact gradient of the
+    query projection is 0; float64's 1e-14 of rounding was filed under autocast as "100% lost to underflow"."""
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "gradient-zero-by-cancellation-b8162ac49a-triage23.json")
+    with ExecutorPool(["torch/eager", "torch/autocast"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "torch/autocast"])
+    assert not [f for f in result.findings if f.error_class == "grad-underflow"], [f.message for f in result.findings]
