@@ -314,6 +314,17 @@ def test_regression_tvm_training_batch_norm_as_far_off_as_eager_on_its_program_i
     assert np.abs(got - exact).max() > 0.1  # eager's own kernel is as far off
 
 
+def test_regression_a_mixed_dtype_op_off_by_flushed_subnormals_is_no_silent_downcast() -> None:
+    """triage23: xla/bf16-model ran a float32 conv3d of 1e-40 inputs with bfloat16 weights (PyTorch raises) and
+    returned float32 off by 2e3x the bound; it was filed as "an operand was narrowed inside", but the float32 promotion
+    is what XLA computes (2.5e-7 off on normal inputs): the error is its flush of subnormals to zero, said as such."""
+    case = load_case(Path(__file__).parent / "fixtures" / "xla-conv3d-mixed-dtype-subnormal-triage23.json")
+    with ExecutorPool(["torch/eager", "xla/bf16-model"], timeout=300.0) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/bf16-model"])
+    assert not [f for f in result.findings if f.oracle == "silent-downcast"], [f.message for f in result.findings]
+    assert any(f.error_class == "underflow" and f.ops == ["conv3d"] for f in result.findings)
+
+
 def test_regression_mixed_precision_norm_on_xla_is_a_dtype_divergence_on_the_norm(checker: Checker) -> None:
     """bf16 activations with float32 norm parameters: PyTorch's CPU kernel keeps bf16, XLA returns float32."""
     base = example("layer_norm", "bfloat16")
