@@ -769,7 +769,7 @@ def test_regression_torch_xla_layer_group_and_instance_norm_are_one_batch_norm_t
 
     norms = ("layer_norm", "group_norm", "instance_norm")
     assert {bug_key(nonfinite("xla/native", op)) for op in norms} == \
-        {"backend-bug|torch_xla|batch-norm-training|accuracy|float16/bfloat16|*"}
+        {"backend-bug|torch_xla|batch-norm-training|accuracy|*|*"}
     assert len({bug_key(dtype("xla/autocast", op)) for op in norms}) == 1
     assert len({bug_key(nonfinite("tvm/default", op)) for op in norms}) == 3
     assert bug_key(nonfinite("xla/native", "rms_norm")).split("|")[2] == "rms_norm"  # elementwise HLO, not this
