@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzer.dtypes import LOW_PRECISION, round_to
+from fuzzer.dtypes import FLOAT_FORMATS, LOW_PRECISION, round_to
 from fuzzer.interpret import evaluate, inner_name
 from fuzzer.ir import Graph, infer, op_attrs
 from fuzzer.ops import OPS
@@ -139,7 +139,8 @@ def finding(executor: str, policy: str, graph: Graph, loss: UpdateLoss, input_se
 # ---------------------------------------------------------------- gradients lost to 16-bit underflow: loss scaling
 
 GRAD_LOSS = 0.5  # half of a gradient's RMS gone in the program's own 16-bit backward
-SCALES = (2.0**16, 2.0**12, 2.0**8, 2.0**4)  # GradScaler's init_scale first, then smaller where the scaled loss overflows
+SCALES = (2.0**16, 2.0**15, 2.0**12, 2.0**8, 2.0**4)  # GradScaler's init_scale first, then smaller where the scaled
+# loss overflows (2^15: the largest a float16 loss's backward seed holds)
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,13 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
         return []
     out = []
     best: dict[str, tuple[float, float]] = {}
+    loss_dtype = typed.values[graph.outputs[0]].dtype
+    with np.errstate(all="ignore"):
+        loss_value = float(np.max(np.abs(evaluate(graph, values, rounded=True)[graph.outputs[0]]), initial=0.0))
     for scale in SCALES:  # one reference per scale, for every gradient at once
+        if loss_dtype in FLOAT_FORMATS and max(scale, scale * loss_value) > FLOAT_FORMATS[loss_dtype].max_value:
+            continue  # the scaled loss, or the scale itself as the backward's seed, overflows the loss's dtype (hz24
+            # bcb6015512: 65536 is inf in float16, and every gradient NaN)
         with np.errstate(all="ignore"):
             _, ideals, _ = reference(scaled_loss(graph, scale), values)
         for name, lost, _ in found:

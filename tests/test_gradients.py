@@ -499,3 +499,17 @@ def test_regression_a_uniform_softmax_under_autocast_has_no_underflowing_weight_
     with ExecutorPool(["torch/eager", "torch/autocast"]) as pool:
         result = Checker(pool).check(case, ["torch/eager", "torch/autocast"])
     assert not [f for f in result.findings if f.error_class == "grad-underflow"], [f.message for f in result.findings]
+
+
+def test_regression_a_loss_scale_the_float16_loss_cannot_hold_is_never_the_fix() -> None:
+    """hz24 bcb6015512: the named fix "scale the loss by 65536" for a float16 loss of about 1 overflows (65536 is
+    inf in float16, and every gradient NaN); a scale is offered only where the scaled loss and its seed fit."""
+    from oracles.training_hazards import gradient_underflow
+
+    case = load_case(Path(__file__).parent / "fixtures" / "fp16-loss-scale-overflow-hz24.json")
+    found = []
+    for k in range(max(1, len(case.input_sets))):
+        values = rounded_inputs(case.graph, input_values(case, k))
+        exact, ideals, floors = reference(case.graph, values)
+        found += gradient_underflow(case.graph, values, exact, ideals[0], floors)
+    assert found and all(loss.scale <= 65504.0 for loss in found), found
