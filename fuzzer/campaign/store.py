@@ -176,6 +176,24 @@ def _state_problem(state: Any, known_executors: bool = True) -> str | None:
     return None
 
 
+def read_state(path: Path) -> Any:
+    """The JSON in a campaign's state.json (None where there is none); StoreError where it cannot be read."""
+    if not path.exists() and not path.is_symlink():
+        return None
+    _refuse_link(path)
+    if not path.is_file():  # a directory, FIFO, device or dangling link: reading would fail, block or never end
+        raise StoreError(f"{path} is not a regular file; move it away to start the campaign over "
+                         "(findings.jsonl is kept)")
+    try:
+        return json.loads(path.read_text())
+    except RecursionError:
+        raise StoreError(f"{path} is damaged (JSON nested too deeply); move it away to start the campaign over "
+                         "(findings.jsonl is kept)") from None
+    except (OSError, ValueError) as exc:
+        raise StoreError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}); move it away to "
+                         "start the campaign over (findings.jsonl is kept)") from None
+
+
 def gone_executors(state: dict[str, Any]) -> list[str]:
     """The executors a (checked) state names that this precfuzz no longer has (renamed or removed since)."""
     return [e for e in state.get("executors", []) if e not in REGISTRY]
@@ -319,20 +337,9 @@ class CampaignStore:
         """The saved campaign state, or None for a fresh directory; StoreError if it cannot be read (or, with
         `known_executors`, if it names an executor this precfuzz does not have: gone_executors() lists them)."""
         path = self.root / STATE
-        if not path.exists() and not path.is_symlink():
+        state = read_state(path)
+        if state is None:
             return None
-        _refuse_link(path)
-        if not path.is_file():  # a directory, FIFO, device or dangling link: reading would fail, block or never end
-            raise StoreError(f"{path} is not a regular file; move it away to start the campaign over "
-                             "(findings.jsonl is kept)")
-        try:
-            state = json.loads(path.read_text())
-        except RecursionError:
-            raise StoreError(f"{path} is damaged (JSON nested too deeply); move it away to start the campaign over "
-                             "(findings.jsonl is kept)") from None
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"{path} cannot be read ({type(exc).__name__}: {str(exc)[:80]}); move it away to "
-                             "start the campaign over (findings.jsonl is kept)") from None
         problem = _state_problem(state, known_executors)
         if problem:
             raise StoreError(f"{path} is damaged ({problem}); move it away to start the campaign over "

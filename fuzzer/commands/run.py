@@ -15,8 +15,7 @@ from ..executors import create
 from ..campaign import Campaign, CampaignConfig, CampaignError, command_line
 from ..campaign.ray_lanes import RAY_HINT, ray_missing
 from ..campaign.schedule import SCHEDULES
-from ..campaign.store import STATE, StoreError
-from ..outfiles import not_regular
+from ..campaign.store import STATE, StoreError, read_state
 from .common import (
     EXIT_OK,
     UsageError,
@@ -96,7 +95,6 @@ def _generate_among(names: list[str], seed: int, index: int, families: list[str]
 TRAINING_SHARE = 0.2  # of the cases, under --train: gradients of a block's loss (family `training`)
 OPTIMIZER_SHARE = 0.1  # and optimizer steps (family `optimizer`)
 TRAIN_FAMILIES = {"training": TRAINING_SHARE, "optimizer": OPTIMIZER_SHARE}
-MAX_STATE_BYTES = 2**20  # a state.json larger than this is read (and judged) by the store alone
 
 
 def with_training(families: dict[str, float] | None) -> dict[str, float]:
@@ -119,13 +117,10 @@ def wants_training(train: bool | None, families: str | None, out: Path) -> bool:
         return train
     if families is not None:
         return False
-    path = out / STATE
-    try:  # a damaged state.json (a FIFO, nested too deeply, not JSON) is the campaign's to report, not this read's
-        if not path.exists() or not_regular(path) is not None or path.stat().st_size > MAX_STATE_BYTES:
-            return True
-        state = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError):
-        return True  # a new campaign, or one the store will report damaged
+    try:
+        state = read_state(out / STATE)
+    except StoreError:
+        return True  # damaged: the campaign's store reports it
     return not isinstance(state, dict) or any(f in str(state.get("families", "")).split(",") for f in TRAIN_FAMILIES)
 
 
