@@ -112,12 +112,12 @@ def test_regression_softmax_with_a_dtype_and_log1p_translate() -> None:
             p = torch.nn.functional.softmax(x, dim=-1, dtype=torch.float32)
             return torch.log1p(p) + torch.log_softmax(x, -1, dtype=torch.float32)
 
-    x = torch.randn(2, 5, dtype=torch.bfloat16)
+    x = torch.randn(2, 5, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     tr = translate(M(), (x,))
     nodes = [(n.op, n.attrs.get("dtype")) for n in tr.case.graph.nodes]
     assert ("astype", "float32") in nodes and ("log1p", None) in nodes, nodes
     got = evaluate(tr.case.graph, input_values(tr.case, 0), rounded=False)[tr.case.graph.outputs[0]]
-    np.testing.assert_allclose(got, M()(x).double().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got, M()(x).double().numpy(), rtol=1e-5, atol=1e-6)  # eager computes in float32
 
 
 def test_regression_clips_argmax_pooling_translates() -> None:
