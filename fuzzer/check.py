@@ -288,7 +288,7 @@ class Checker:
                 ins = [rounded_inputs(s.numeric, v) for v in sets]
                 if s.numeric.text not in refs:
                     refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
-                    out += self._underflow_hazards(s, ins, refs[s.numeric.text])
+                    out += self._underflow_hazards(s, ins, refs[s.numeric.text], self._runner(ctx, s.name))
                 judged = gradients.judge(s.outcomes, refs[s.numeric.text], [s.numeric.input(n) for n in s.numeric.wrt])
                 worst = max((j.stats.ratio for j in judged), default=0.0)
                 summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
@@ -300,19 +300,37 @@ class Checker:
         return out
 
     @staticmethod
-    def _underflow_hazards(s: Subject, ins: list[Values], refs: list[Any]) -> list[Finding]:
-        """Gradients a 16-bit program's own backward loses to underflow, with the loss scale that gives them back
-        (oracles.training_hazards): once per numeric graph, at the first input set showing each."""
+    def _underflow_hazards(s: Subject, ins: list[Values], refs: list[Any], run: localize.Run) -> list[Finding]:
+        """Gradients a 16-bit program's ideal backward loses to underflow, where the executor's own backward loses
+        them too, with the loss scale that gives them back on the executor itself (`run`: the scaled program there),
+        or what no scale reaches (oracles.training_hazards): once per numeric graph, at the first input set showing
+        each."""
         out: list[Finding] = []
         seen: set[str] = set()
         for k, (values, ref) in enumerate(zip(ins, refs)):
-            if ref is None:
+            mine = s.outcomes[k] if k < len(s.outcomes) else None
+            if ref is None or mine is None or not mine.ok or mine.grads is None:
                 continue
             exact, ideals, floors = ref
+            scaled: dict[float, Any] = {}
             for loss in training_hazards.gradient_underflow(s.numeric, values, exact, ideals[0], floors):
-                if loss.wrt not in seen:
+                if loss.wrt in seen:
+                    continue
+                i = s.numeric.wrt.index(loss.wrt)
+                own = training_hazards.gradient_lost(exact[i], mine.grads[i], floors[i])
+                left = None
+                if loss.scale and own >= training_hazards.GRAD_LOSS:
+                    if loss.scale not in scaled:  # one run of the scaled program for every gradient it checks
+                        scaled[loss.scale] = run(training_hazards.scaled_loss(s.graph, loss.scale), values)
+                    got = scaled[loss.scale]
+                    if got.ok and got.grads is not None:
+                        left = training_hazards.gradient_lost(
+                            exact[i], np.asarray(got.grads[i], np.float64) / loss.scale, floors[i])
+                shown = training_hazards.on_backend(
+                    loss, s.name, own, left, lambda w=loss.wrt: training_hazards.obstacle(s.numeric, values, w))
+                if shown is not None:
                     seen.add(loss.wrt)
-                    out.append(training_hazards.gradient_finding(s.name, s.label, s.numeric, loss, k))
+                    out.append(training_hazards.gradient_finding(s.name, s.label, s.numeric, shown, k))
         return out
 
     def _eager_bounds(self, subjects: list[Subject], keys: dict[str, str], eager: dict[str, list[Outcome]],

@@ -103,11 +103,15 @@ def _exact_lines(names: list[str], k: int, call: str) -> list[str]:
             f"{names!r}) if n in WRT])[{k}].numpy()"]
 
 
+def _where(ex: Any) -> tuple[str, str]:
+    """(device, context) expressions of a PyTorch executor's script: torch_xla's device or the CPU, its autocast."""
+    return ("torch_xla.device()" if ex.repro_sync() else repr("cpu")), (ex.repro_context() or "contextlib.nullcontext()")
+
+
 def _torch_run(ex: Any, names: list[str], k: int, control: str) -> list[str]:
     """The backend's gradient under the executor's context (`backward`, which the control calls again on the CPU
     with `control`, the program with the policy's casts written out): PyTorch autograd on both."""
-    ctx = ex.repro_context() or "contextlib.nullcontext()"
-    device = "torch_xla.device()" if ex.repro_sync() else repr("cpu")
+    device, ctx = _where(ex)
     out = ["import contextlib", "", "", "def backward(fn, device, context):",
            f"    args = [t.to(device).detach().requires_grad_(n in WRT) if torch.is_tensor(t) else t for t, n in "
            f"zip(inputs, {names!r})]",
@@ -191,4 +195,58 @@ def render_status(case: Case, finding: Finding, ex: Any, title: str, set_index: 
               "    sys.exit(1)",
               "print('TVM computes the gradients too: not reproduced (fixed?)')",
               "sys.exit(0)"]
+    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+
+
+def render_underflow(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0) -> str:
+    """The script of a gradient training hazard on a PyTorch executor (oracles.training_hazards): the backend's
+    gradient of the tensor against float64's, without and with the loss scale the finding names (GradScaler's
+    scale-then-unscale, on the backend itself); exit 1 while the gradient loses at least GRAD_LOSS of its RMS (hz24:
+    the forward-only script these findings had printed the outputs' dtypes and exited 0)."""
+    from oracles.training_hazards import GRAD_LOSS, scaled_loss
+
+    graph = case.graph
+    policy = ex.policy_graph(graph)
+    numeric = ex.numeric_graph(graph)
+    name = str(finding.details["gradient"])
+    k = list(graph.wrt).index(name)
+    _, _, floors = reference(numeric, rounded_inputs(numeric, input_values(case, set_index)))
+    scale = float(finding.details.get("scale") or 0.0)
+    ident = value_identifiers(graph)
+    made, names = _input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
+    wrt = [names[j] for j, i in enumerate(graph.inputs) if i.grad]
+    lines = ["import numpy as np", "import torch", "import torch.nn.functional as F"]
+    if ex.repro_sync():
+        lines = [f"os.environ.setdefault({key!r}, {value!r})" for key, value in ex.repro_env().items()] + lines + [
+            "import torch_xla"]
+    lines += [f"WRT = {wrt!r}  # the inputs whose gradients the loss (the first output) is taken with respect to",
+              f"FLOOR = {float(floors[k]) * 2.0**-24!r}  # below this the exact gradient is zero by cancellation "
+              "(an ULP of float32 at the magnitude of the terms it sums)"]
+    fn = render_function(graph)
+    want = render_function(program(policy, "float64", rounded=False), "exact")
+    same = want.replace("def exact(", "def graph(", 1) == fn  # no dtype written in the program: it serves as exact
+    lines += fn.splitlines() + ([] if same else want.splitlines())
+    if scale:
+        lines += render_function(scaled_loss(graph, scale), "scaled").splitlines()
+    lines += made
+    lines += _torch_run(ex, names, k, "graph")
+    if scale:
+        device, ctx = _where(ex)
+        lines.append(f"with_scale = backward(scaled, {device}, {ctx})[0] / {scale!r}  # GradScaler: scale, backward, "
+                     "unscale in float32")
+    lines += _exact_lines(names, k, "graph(*doubles)" if same else "exact(*doubles)")
+    lines += ["want = np.where(np.abs(want) <= FLOOR, 0.0, want)",
+              "def lost(g):  # relative RMS of the exact gradient lost in g",
+              "    keep = np.isfinite(want) & np.isfinite(g)",
+              "    return float(np.sqrt(np.mean((np.where(want[keep] == 0, 0.0, g[keep]) - want[keep]) ** 2)) / "
+              "max(np.sqrt(np.mean(want[keep] ** 2)), 1e-300))",
+              f"print(f'gradient of {ident.get(name, name)} ({{dtype}}) on {ex.name}: {{lost(got):.0%}} of it lost, "
+              f"{{np.mean(got[want != 0] == 0):.0%}} of its non-zero elements returned as 0')"]
+    if scale:
+        lines.append(f"print(f'with the loss scaled by {scale:g} and the gradient unscaled: {{lost(with_scale):.0%}} "
+                     "lost')")
+    lines += [f"print('fix:', {str(finding.details.get('fix', ''))!r})",
+              f"bug = lost(got) >= {GRAD_LOSS!r}",
+              "print('HAZARD REPRODUCED' if bug else 'not reproduced')",
+              "sys.exit(1 if bug else 0)"]
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from oracles.bounds import allowed_ulps, slack_ulps
+from oracles.bugs import GRADIENT_HAZARDS
 from oracles.error_bounds import MARGIN, rounding_chain
 from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
@@ -246,6 +247,11 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
         from .grad_repro import render_status  # TVM's training flow raising: the script runs Gradient too
 
         return render_status(case, finding, executor, title, set_index)
+    if (finding.oracle == "model-hazard" and finding.error_class in GRADIENT_HAZARDS
+            and not isinstance(executor, TVMExecutor)):
+        from .grad_repro import render_underflow  # the gradient without and with the loss scale (hz24)
+
+        return render_underflow(case, finding, executor, title, set_index)
     if finding.oracle == "model-hazard" and finding.error_class == "precision":
         return _precision_script(case, finding, executor, title, set_index)
     if finding.oracle == "model-hazard" and finding.error_class in ("update-lost", "update-nonfinite"):

@@ -54,8 +54,9 @@ CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 # TVM converts float8 with one routine (FpToFp, the FP8 legalize on LLVM): an encode that wraps past the range, a
 # decode of zero or NaN codes, and a scaled_mm whose lowering decodes with it are one cause (triage11: 3 records)
 TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
-UPDATE_HAZARDS = ("update-lost", "update-nonfinite")  # oracles.training_hazards: an optimizer step's update lost
-TRAINING_HAZARDS = UPDATE_HAZARDS + ("grad-underflow",)  # and a gradient lost to 16-bit underflow (loss scaling)
+UPDATE_HAZARDS = (ErrorClass.UPDATE_LOST, ErrorClass.UPDATE_NONFINITE)  # oracles.training_hazards: an update lost
+GRADIENT_HAZARDS = (ErrorClass.GRAD_UNDERFLOW, ErrorClass.GRAD_OVERFLOW)  # a gradient lost to under- or overflow
+TRAINING_HAZARDS = UPDATE_HAZARDS + GRADIENT_HAZARDS
 WHOLE_MODULE_FLOWS = ("tvm/train",)  # a raise of theirs is the whole module's (Gradient): see KEY_RULES
 FRONTENDS = ("tvm/frontend",)  # importers: their dtype handling is one policy, whatever op shows it  # op families a backend lowers to one primitive (XLA convolution, dot_general)
 
@@ -323,12 +324,15 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 "backward-raises": f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"
-    if finding.kind == "model-hazard" and finding.error_class == "grad-underflow":
+    if finding.kind == "model-hazard" and finding.error_class in GRADIENT_HAZARDS:
         d = finding.details
-        return (f"Training hazard: {dc} {op} backward: the gradient of {d.get('gradient', '?')} underflows "
+        how = {"subnormal": "is lost to subnormal activations a kernel reads as 0",
+               "overflow": "is lost to an overflow in its forward"}.get(str(d.get("cause", "")), "underflows")
+        return (f"Training hazard: {dc} {op} backward: the gradient of {d.get('gradient', '?')} {how} "
                 f"({float(d.get('loss', 0)):.0%} lost) under "
                 f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; "
                 + (f"scale the loss by {float(d.get('scale', 0)):g} (GradScaler)" if d.get("scale") else
+                   "no loss scale helps" if d.get("cause") in ("subnormal", "overflow") else
                    "keep the backward in float32"))
     if finding.kind == "model-hazard" and finding.error_class in UPDATE_HAZARDS:
         d = finding.details

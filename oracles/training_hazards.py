@@ -19,6 +19,7 @@ rounded inputs. Two hazards, each reported with the fix a trainer applies:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -153,6 +154,9 @@ class GradientLoss:
     zeroed: float  # share of the gradient's non-zero elements the ideal backward returns as exactly 0
     scale: float  # the loss scale that gives it back (0: none of SCALES does)
     with_scale: float  # the loss left with that scale
+    cause: str = "underflow"  # underflow | subnormal (activations a kernel reads as 0) | overflow (in the forward)
+    obstacle: str = ""  # what no loss scale reaches, in words (cause subnormal / overflow)
+    checked_on: str = ""  # the executor the scale was run on (empty: only the ideal model)
 
 
 def scaled_loss(graph: Graph, scale: float) -> Graph:
@@ -184,9 +188,7 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
         return []
     found = []
     for k, (name, e, i) in enumerate(zip(graph.wrt, exact, ideal)):
-        e, i = np.asarray(e, np.float64).ravel(), np.asarray(i, np.float64).ravel()
-        cancelled = np.abs(e) <= (floors[k] if floors else 0.0) * 2.0**-24
-        e, i = np.where(cancelled, 0.0, e), np.where(cancelled, 0.0, i)
+        e, i = _uncancelled(e, i, floors[k] if floors else 0.0)
         lost, _ = _lost(e, i)
         moving = np.isfinite(e) & (e != 0)
         zeroed = float(np.mean(i[moving] == 0)) if moving.any() else 0.0
@@ -207,7 +209,7 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
             _, ideals, _ = reference(scaled_loss(graph, scale), values)
         for name, lost, _ in found:
             k = graph.wrt.index(name)
-            left, _ = _lost(np.ravel(exact[k]), np.ravel(ideals[0][k]) / scale)
+            left = gradient_lost(exact[k], np.asarray(ideals[0][k], np.float64) / scale, floors[k] if floors else 0.0)
             if np.isfinite(left) and left < best.get(name, (0.0, lost))[1]:
                 best[name] = (scale, left)
     for name, lost, zeroed in found:
@@ -216,18 +218,99 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
     return out
 
 
+def _uncancelled(exact: np.ndarray, got: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Both gradients flat in float64, 0 where the exact one is below an ULP of float32 at the magnitude `floor` of
+    the terms it sums: zero by cancellation, left by float64's own rounding, which no backward owes."""
+    e, g = np.asarray(exact, np.float64).ravel(), np.asarray(got, np.float64).ravel()
+    cancelled = np.abs(e) <= floor * 2.0**-24
+    return np.where(cancelled, 0.0, e), np.where(cancelled, 0.0, g)
+
+
+def gradient_lost(exact: np.ndarray, got: np.ndarray, floor: float = 0.0) -> float:
+    """Relative RMS of the exact gradient that `got` loses (a backend's own, or a scaled one divided by its scale)."""
+    return _lost(*_uncancelled(exact, got, floor))[0]
+
+
+SQUARE_OVERFLOWS = float(np.sqrt(FLOAT_FORMATS["float32"].max_value))  # |x| past this: x * x is inf in float32
+
+
+def obstacle(graph: Graph, values: Values, wrt: str) -> tuple[str, str]:
+    """What no loss scale reaches between input `wrt` and the loss, in the ideal forward: ("subnormal", words) where
+    an operand of an op on that path has most of its non-zero values subnormal (CPU kernels read them as 0,
+    denormals-are-zero: hz24 b8162ac49a, a bfloat16 linear's weight gradient from activations near 1e-39), or
+    ("overflow", words) where one reaches past sqrt(float32's max), so that a norm's x * x is inf (hz24 b2457f0683, an
+    rms_norm row near 3e38: its gradient is not underflow but the forward's overflow); ("", "") where neither."""
+    from .gradients import downstream
+
+    typed = infer(graph)
+    with np.errstate(all="ignore"):
+        forward = evaluate(graph, values, rounded=True)
+    path = downstream(graph, wrt)
+    seen: set[str] = set()
+    for node in graph.nodes:
+        for name in node.inputs if node.id in path else ():
+            if not isinstance(name, str) or name in seen or name not in forward:
+                continue
+            seen.add(name)
+            info = typed.values[name]
+            if info.kind == "scalar" or info.dtype not in FLOAT_FORMATS:
+                continue
+            v = np.abs(np.asarray(forward[name], np.float64)).ravel()
+            v = v[np.isfinite(v) & (v != 0)]
+            tiny = 2.0 ** FLOAT_FORMATS[info.dtype].min_exponent
+            if v.size and v.max() > SQUARE_OVERFLOWS:
+                return "overflow", (f"`{name}` reaches {v.max():.3g}, whose square overflows float32 in {node.op}'s "
+                                    "forward")
+            if v.size and np.mean(v < tiny) >= 0.5:
+                return "subnormal", (f"{np.mean(v < tiny):.0%} of `{name}`'s non-zero values are subnormal in "
+                                     f"{info.dtype} (below {tiny:.3g}), which a CPU kernel reads as 0")
+    return "", ""
+
+
+def on_backend(loss: GradientLoss, executor: str, own: float, scaled: float | None,
+               blocked: Callable[[], tuple[str, str]]) -> GradientLoss | None:
+    """The hazard as `executor` shows it, from what its own backward loses (`own`) and what it loses with the loss
+    scaled by loss.scale (`scaled`, None when not run): None where its backward keeps the gradient; the scale kept
+    only where it gives the gradient back there (hz24: a scale checked only on the ideal model was offered where a
+    CPU kernel reads the activations as 0), else the `blocked` obstacle (oracles.training_hazards.obstacle)."""
+    from dataclasses import replace
+
+    if not own >= GRAD_LOSS:
+        return None
+    if loss.scale and scaled is not None and scaled * 2 <= own:
+        return replace(loss, lost=own, with_scale=scaled, checked_on=executor)
+    cause, words = blocked()
+    if cause == "subnormal" and not loss.scale:  # the ideal backward keeps subnormals: they are no kernel's doing
+        cause, words = "", ""  # (an ideal that no scale helps loses it by its own 16-bit arithmetic)
+    return replace(loss, lost=own, scale=0.0, with_scale=own if scaled is None else scaled,
+                   cause=cause or "underflow", obstacle=words, checked_on=executor)
+
+
 def gradient_finding(executor: str, policy: str, graph: Graph, loss: GradientLoss, input_set: int) -> Finding:
-    """The model-hazard finding of a gradient lost to 16-bit underflow (error class grad-underflow)."""
+    """The model-hazard finding of a gradient lost to 16-bit underflow (error class grad-underflow), or to an
+    overflow of its forward (grad-overflow)."""
     from .precision_hazards import consumer_op
 
     op = consumer_op(graph, loss.wrt)
-    fix = (f"scale the loss by {loss.scale:g} before backward and unscale the gradients in float32 "
-           f"(torch.amp.GradScaler(init_scale={loss.scale:g})): {loss.with_scale:.0%} lost with it"
-           if loss.scale else "keep the backward's values in float32 (no loss scale up to 65536 gives it back)")
-    message = (f"under {policy}, the gradient of `{loss.wrt}` loses {loss.lost:.0%} of its value (relative RMS against "
-               f"the exact gradient) in an ideal {loss.dtype} backward: {loss.zeroed:.0%} of its non-zero elements "
-               f"underflow to 0; fix: {fix}")
-    return Finding("model-hazard", executor, [op], [loss.dtype], "grad-underflow", message, kind="model-hazard",
+    on = f" on {loss.checked_on}" if loss.checked_on else ""
+    if loss.scale:
+        fix = (f"scale the loss by {loss.scale:g} before backward and unscale the gradients in float32 "
+               f"(torch.amp.GradScaler(init_scale={loss.scale:g})): {loss.with_scale:.0%} lost with it{on}")
+    elif loss.cause == "subnormal":
+        fix = ("keep those activations out of the subnormal range (rescale them, or run this op in float32): no loss "
+               "scale reaches a value the forward already reads as 0")
+    elif loss.cause == "overflow":
+        fix = ("rescale the activations before this op (normalize or clip them): their square overflows even in "
+               "float32, and no loss scale helps")
+    else:
+        fix = "keep the backward's values in float32 (no loss scale up to 65536 gives it back)"
+    why = (f"{loss.zeroed:.0%} of its non-zero elements underflow to 0 in an ideal {loss.dtype} backward"
+           if loss.cause == "underflow" else loss.obstacle)
+    message = (f"under {policy}, the gradient of `{loss.wrt}` loses {loss.lost:.0%} of its value{on} (relative RMS "
+               f"against the exact gradient): {why}; fix: {fix}")
+    error_class = "grad-overflow" if loss.cause == "overflow" else "grad-underflow"
+    return Finding("model-hazard", executor, [op], [loss.dtype], error_class, message, kind="model-hazard",
                    ratio=loss.lost / GRAD_LOSS, input_set=input_set, output=loss.wrt, node=loss.wrt,
                    details={"policy": policy, "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
-                            "with_scale": loss.with_scale, "fix": fix, "gradient": loss.wrt})
+                            "with_scale": loss.with_scale, "fix": fix, "gradient": loss.wrt, "cause": loss.cause,
+                            "checked_on": loss.checked_on})

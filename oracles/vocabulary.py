@@ -50,6 +50,10 @@ class ErrorClass(str, Enum):
     TIMEOUT = "timeout"
     DTYPE_SEMANTICS = "dtype-semantics"  # a cast finite past the fp8 range where PyTorch gives NaN/inf
     SHAPE = "shape"  # a node of another shape than PyTorch's
+    UPDATE_LOST = "update-lost"  # an optimizer step whose 16-bit update rounds away (oracles.training_hazards)
+    UPDATE_NONFINITE = "update-nonfinite"  # an optimizer step inf/NaN where the exact one is finite
+    GRAD_UNDERFLOW = "grad-underflow"  # a gradient the 16-bit backward flushes to 0 (loss scaling, or activations)
+    GRAD_OVERFLOW = "grad-overflow"  # a gradient lost to an overflow in its forward, which no loss scale helps
 
 
 BACKENDS = {"xla": "torch_xla", "tvm": "tvm", "torch": "torch", "neuron": "neuron", "debug": "debug"}

@@ -192,9 +192,81 @@ def test_fp16_gradients_underflowing_without_loss_scaling_are_a_hazard_the_named
     assert len(hazards) == 1 and hazards[0].kind == "model-hazard", result.findings
     # a float16 loss: GradScaler's 65536 is inf as its backward seed (hz24), 2^15 is the largest scale it holds
     assert hazards[0].details["scale"] == 32768.0 and hazards[0].details["with_scale"] < 0.01
+    assert hazards[0].details["checked_on"] == "torch/eager"  # the scale given back on eager itself, not only ideally
     assert "GradScaler(init_scale=32768)" in hazards[0].message
     assert title(hazards[0]).startswith("Training hazard: float16 mul backward: the gradient of x underflows")
     assert not [f for f in result.findings if f.kind == "backend-bug"], result.findings
+
+
+def _subnormal_activations_case() -> dict:
+    """layer_norm of bfloat16 activations near 1e-39 (eps 0.1 keeps them there), a linear, an MSE loss (hz24)."""
+    def inp(name: str, shape: list[int], init: dict, role: str = "param", grad: bool = True) -> dict:
+        return {"name": name, "shape": shape, "dtype": "bfloat16", "role": role, "kind": "tensor", "init": init,
+                **({"grad": True} if grad else {})}
+    return {"format": "precfuzz-graph/1",
+            "inputs": [inp("x", [4, 6, 4], {"dist": "normal", "std": 1e-39, "seed": 3}, "input"),
+                       inp("gamma", [4], {"dist": "constant", "value": 1.0}),
+                       inp("beta", [4], {"dist": "constant", "value": 0.0}, grad=False),
+                       inp("w", [64, 4], {"dist": "uniform", "low": -0.5, "high": 0.5, "seed": 4}),
+                       inp("target", [4, 6, 64], {"dist": "normal", "seed": 5}, "input", grad=False)],
+            "nodes": [{"id": "ln", "op": "layer_norm", "inputs": ["x", "gamma", "beta"],
+                       "attrs": {"normalized_shape": [4], "eps": 0.1}},
+                      {"id": "y", "op": "linear", "inputs": ["ln", "w"], "attrs": {}},
+                      {"id": "r", "op": "sub", "inputs": ["y", "target"], "attrs": {}},
+                      {"id": "sq", "op": "mul", "inputs": ["r", "r"], "attrs": {}},
+                      {"id": "loss", "op": "mean", "inputs": ["sq"], "attrs": {}}],
+            "outputs": ["loss"]}
+
+
+def test_regression_a_loss_scale_is_offered_only_where_it_gives_the_gradient_back_on_the_executor(
+        checker: Checker, tmp_path) -> None:
+    """hz24 b8162ac49a: a bfloat16 linear's weight gradient from layer_norm activations near 1e-39 was filed as
+    "underflows, scale the loss by 65536", checked only on the ideal backward; PyTorch's CPU bf16 linear reads the
+    subnormal activations as 0, so no scale gives it back there. The scale is now run on the executor (the ideal's
+    4096 fails on eager): the hazard names the subnormal activations instead, and its script exits 1."""
+    import subprocess
+    import sys
+
+    from fuzzer.repro import render
+
+    case = case_from_json(_subnormal_activations_case())
+    result = checker.check(case, ["torch/eager"])
+    hazards = {f.details["gradient"]: f for f in result.findings if f.error_class == "grad-underflow"}
+    assert set(hazards) == {"w"}, [f.message for f in result.findings]
+    assert hazards["w"].details["scale"] == 0.0 and hazards["w"].details["cause"] == "subnormal"
+    assert "`ln`" in hazards["w"].message and "no loss scale" in title(hazards["w"])
+    script = tmp_path / "repro.py"
+    script.write_text(render(case, hazards["w"], checker.pool.executors["torch/eager"], title(hazards["w"]),
+                             hazards["w"].input_set))
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and "100% of it lost" in run.stdout, run.stdout + run.stderr
+
+
+def test_regression_a_gradient_the_executor_keeps_is_no_hazard_and_an_overflow_is_no_underflow() -> None:
+    """hz24 b2457f0683: an rms_norm of rows near 3e38 (their square overflows float32) was called an underflow whose
+    fix is a loss scale; eager's own backward keeps that gradient. A hazard is filed only where the executor's
+    backward loses it too, and what blocks the scale is named (an overflow here)."""
+    from oracles.training_hazards import GradientLoss, gradient_finding, obstacle, on_backend
+
+    graph = case_from_json({"format": "precfuzz-graph/1",
+                            "inputs": [{"name": "x", "shape": [2, 8], "dtype": "bfloat16", "role": "input",
+                                        "kind": "tensor", "grad": True, "init": {"dist": "constant", "value": 3e38}}],
+                            "nodes": [{"id": "n", "op": "rms_norm", "inputs": ["x"],
+                                       "attrs": {"normalized_shape": [8], "eps": 1e-12}},
+                                      {"id": "loss", "op": "mean", "inputs": ["n"], "attrs": {}}],
+                            "outputs": ["loss"]}).graph
+    blocked = obstacle(graph, {"x": np.full((2, 8), 3e38)}, "x")
+    assert blocked[0] == "overflow" and "`x`" in blocked[1]
+    loss = GradientLoss("x", "bfloat16", 1.0, 1.0, 65536.0, 0.0)
+    assert on_backend(loss, "torch/eager", 0.1, None, lambda: blocked) is None  # eager keeps it: no hazard
+    shown = on_backend(loss, "xla/native", 1.0, 1.0, lambda: blocked)
+    assert shown is not None and shown.scale == 0.0 and shown.cause == "overflow"
+    found = gradient_finding("xla/native", "declared", graph, shown, 0)
+    assert found.error_class == "grad-overflow" and "lost to an overflow" in title(found)
+    # an ideal backward that no scale helps loses the gradient by its own arithmetic: no kernel flushes it
+    tiny = on_backend(GradientLoss("x", "float16", 1.0, 1.0, 0.0, 1.0), "torch/eager", 1.0, None,
+                      lambda: ("subnormal", "`x` is subnormal"))
+    assert tiny is not None and tiny.cause == "underflow"
 
 
 def _scalar_step(op: str, dtype: str, values: dict, attrs: dict | None = None) -> dict:

@@ -9,7 +9,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from oracles.bugs import TRAINING_HAZARDS, UPDATE_HAZARDS
+from oracles.bugs import GRADIENT_HAZARDS, TRAINING_HAZARDS, UPDATE_HAZARDS
 from oracles.findings import Finding
 from oracles.vocabulary import ExecutorName
 
@@ -422,8 +422,9 @@ def _update_lines(hazards: list[Hazard]) -> list[str]:
     for (rows, kind, dtype, fix), hs in groups.items():
         hs.sort(key=lambda h: -(h.precision or 0.0))
         tensors = ", ".join(f"`{h.node}` {h.precision:.0%}" if kind != "update-nonfinite" else f"`{h.node}`" for h in hs)
-        if kind == "grad-underflow":
-            out += [f"  under {rows}: the gradients of {len(hs)} parameter tensor(s) underflow in an ideal {dtype} "
+        if kind in GRADIENT_HAZARDS:
+            how = "lost to an overflow of the forward" if kind == "grad-overflow" else "lost to 16-bit underflow"
+            out += [f"  under {rows}: the gradients of {len(hs)} parameter tensor(s) are {how} in the {dtype} "
                     f"backward (relative RMS lost against the exact gradient): {tensors}", f"      fix: {fix}"]
             continue
         what = "give inf/NaN updates" if kind == "update-nonfinite" else "lose this much of their update"
