@@ -489,6 +489,43 @@ def test_regression_a_gradient_zero_by_cancellation_is_no_underflow_hazard(fixtu
     assert gradient_underflow(case.graph, values, exact, ideals[0])  # what was said without the terms' magnitude
 
 
+def test_regression_an_exact_zero_gradient_float32_also_cancels_is_judged_at_its_terms_magnitude() -> None:
+    """triage23 b521ee6a3d: d sum(group_norm(x)) / dx for one group of 4 is 0 in float64 and in float32 alike, so
+    the gradient's floor (from float32's cancellation) was 0, and eager's bfloat16 rounding of terms near 1 (0.0074)
+    was filed as PyTorch's bug at 4e37x. The floor is now the magnitude of the terms, from random-sign upstreams."""
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "group-norm-exact-zero-gradient-b521ee6a3d-triage23.json")
+    values = rounded_inputs(case.graph, input_values(case, 0))
+    exact, _, floors = reference(case.graph, values)
+    assert not np.any(exact[0]) and 0.5 < floors[0] < 20, floors  # zero, from terms of order 1 / sigma
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager"])
+    assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
+
+
+def test_regression_a_float32_gradient_summed_in_order_over_broadcast_copies_is_within_the_bound() -> None:
+    """triage23 b52df0b7f3: d sum(dt * u) / d dt for a float32 scalar dt and 364 values of u is a sum of 364 terms;
+    TVM's collapse_sum adds them in order, 30 ULPs from the exact sum, exactly as its forward `sum` of u (within
+    the forward's bound: its float32 ideal sums in order too); the gradient was judged against PyTorch's pairwise
+    float32 autograd alone and filed at 14.6x. The gradient's float32 ideal now includes the in-order sum."""
+    from fuzzer.check import Checker
+    from fuzzer.gradients import summed_in_order
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures"
+                     / "float32-broadcast-scalar-gradient-in-order-b52df0b7f3-triage23.json")
+    values = rounded_inputs(case.graph, input_values(case, 0))
+    in_order = summed_in_order(case.graph, values)[0]
+    exact, ideals, _ = reference(case.graph, values)
+    assert in_order is not None and abs(float(in_order) - float(exact[0])) > 1e-6  # in order: 30 ULPs of 1.092
+    assert any(float(i[0]) == float(in_order) for i in ideals)
+    with ExecutorPool(["tvm/train"]) as pool:
+        result = Checker(pool).check(case, ["tvm/train"])
+    assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
+
+
 def test_regression_a_uniform_softmax_under_autocast_has_no_underflowing_weight_gradient() -> None:
     """triage23 b8162ac49a: equal keys and values make attention's softmax uniform, so the exact gradient of the
     query projection is 0; float64's 1e-14 of rounding was filed under autocast as "100% lost to underflow"."""
