@@ -61,6 +61,12 @@ class MinimizerLane:
             self.queued += 1
             self.queue.put((KIND_ORDER.get(bug.kind, 3), self.queued, bug.bug))
 
+    def _left(self) -> float:
+        """Seconds the campaign has left (inf without a time limit)."""
+        if self.c.cfg.time_s is None:
+            return float("inf")
+        return self.c.cfg.time_s - (time.monotonic() - self.c.t_start)
+
     def minimize_bug(self, bid: str, checker: Checker, pool: ExecutorPool) -> None:
         """Minimize a bug's representative finding, key it again, write its repro and confirm it in a fresh process."""
         with self.c.lock:
@@ -68,9 +74,7 @@ class MinimizerLane:
             if bug.merged_into or bug.minimized:
                 return
             recs = [dict(self.c.findings[s]) for s in self.c.book.representatives(bug, self.c.findings.records)]
-        budget = self.c.cfg.minimize_budget_s
-        if self.c.cfg.time_s is not None:
-            budget = min(budget, self.c.cfg.time_s - (time.monotonic() - self.c.t_start))
+        budget = min(self.c.cfg.minimize_budget_s, self._left())
         if budget < 5.0:
             return
         if bug.error_class == "timeout":  # every check of it waits the whole timeout: the lane would stall
@@ -82,6 +86,8 @@ class MinimizerLane:
         if found is None:
             return
         rec, original = found
+        if original.graph.wrt:  # a training case's check runs backward and a gradient reference too: twice the time
+            budget = min(budget * 2, self._left())  # (triage23 b0a5795659: cut short, its script 82 lines)
         finding: Finding | None = None
         try:
             hint = rec["signature"] + ("|vs:" + rec["against"] if rec.get("against") else "")
