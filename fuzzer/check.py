@@ -23,6 +23,7 @@ from oracles.errors import message_key
 from oracles.findings import Finding
 from oracles.nodes import rounded_inputs, undefined_casts
 from oracles.subjects import Subject
+from oracles.vocabulary import ErrorClass, Kind, Oracle
 
 from .dtypes import LOW_PRECISION
 from .executors import ORACLE_EXECUTORS, create
@@ -75,7 +76,7 @@ class CheckResult:
             "max_abs": max((j.stats.max_abs for j in js), default=None),
             "max_ulp": max((j.stats.max_ulp for j in js), default=None),
             "ratio": max((j.stats.ratio for j in js), default=None),
-            "verdict": ("FINDING" if any(f.kind == "backend-bug" for f in flagged)
+            "verdict": ("FINDING" if any(f.kind == Kind.BACKEND_BUG for f in flagged)
                         else flagged[0].kind if flagged else ("oracle" if name in ORACLE_EXECUTORS else "ok")),
             "detail": worst.summary() if not worst.ok else "",
         }
@@ -241,14 +242,14 @@ class Checker:
         if self.localize_faults:
             semantic = [self._localize(f, subjects, sets, ctx) for f in semantic]
         semantic = [self._cpu_autocast_too(f, graph, sets, ctx, names, outcomes) for f in semantic]
-        explained = {f.executor for f in semantic if f.oracle in ("silent-downcast", "dtype-divergence")}
+        explained = {f.executor for f in semantic if f.oracle in (Oracle.SILENT_DOWNCAST, Oracle.DTYPE_DIVERGENCE)}
         findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
         findings += crashes.judge(graph, outcomes) + hazards
         backward: dict[str, str] = {}
         if graph.wrt:
             findings += self._gradients(subjects, eager, sets, ctx, notes, backward, findings)
         if culprits:
-            findings = [self._attribute(f, case, ctx) if f.kind == "backend-bug" else f for f in findings]
+            findings = [self._attribute(f, case, ctx) if f.kind == Kind.BACKEND_BUG else f for f in findings]
         oracle_s = time.perf_counter() - t2
         spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
         return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, backward, spent)
@@ -294,7 +295,7 @@ class Checker:
                 summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
                 run = self._runner(ctx, s.name) if self.localize_faults else None
                 found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,
-                                        mine or None, notes, any(f.executor == s.name and f.kind == "backend-bug"
+                                        mine or None, notes, any(f.executor == s.name and f.kind == Kind.BACKEND_BUG
                                                                  for f in forward))
             out += found
         return out
@@ -342,8 +343,8 @@ class Checker:
         if self.semantic is None:
             return {}
         own = keys.get(self.semantic)  # eager's own findings judge the program it ran under test
-        wanted = {keys[f.executor] for f in findings if f.executor in keys and f.oracle == "error-bound"
-                  and f.error_class in ("bound", "nonfinite")}
+        wanted = {keys[f.executor] for f in findings if f.executor in keys and f.oracle == Oracle.ERROR_BOUND
+                  and f.error_class in (ErrorClass.BOUND, ErrorClass.NONFINITE)}
         out: dict[str, list[Finding]] = {}
         numbers: dict[str, Numbers] = {}
         for s in subjects:
@@ -363,7 +364,7 @@ class Checker:
         """Mark a torch_xla autocast error that torch.autocast("cpu") raises too on the graph: PyTorch's own autocast
         (triage11 b71511808d, where the schedule had not run torch/autocast on the case; triage18 #12, where it had,
         and the finding still said eager runs the program): its message says so, and its title names PyTorch."""
-        if f.oracle != "status-divergence" or f.executor != XLA_AUTOCAST:
+        if f.oracle != Oracle.STATUS_DIVERGENCE or f.executor != XLA_AUTOCAST:
             return f
         if CPU_AUTOCAST in names:
             o = outcomes[CPU_AUTOCAST][f.input_set]
@@ -386,12 +387,12 @@ class Checker:
         """A semantic finding pinned on its node (oracles.localize), by the kind of divergence."""
         s = next(x for x in subjects if x.name == finding.executor)
         run, inputs = self._runner(ctx, s.name), sets[finding.input_set]
-        if finding.oracle == "dtype-divergence":
+        if finding.oracle == Oracle.DTYPE_DIVERGENCE:
             eager = self._runner(ctx, self.semantic) if self.semantic is not None else None
             return localize.dtype(finding, s, inputs, run, eager)
-        if finding.oracle == "silent-downcast":
+        if finding.oracle == Oracle.SILENT_DOWNCAST:
             return localize.downcast(finding, s, inputs, run)
-        if finding.oracle == "status-divergence":
+        if finding.oracle == Oracle.STATUS_DIVERGENCE:
             return localize.status(finding, s, inputs, run)
         return finding
 

@@ -19,6 +19,7 @@ from oracles.bounds import allowed_ulps
 from oracles.error_bounds import MARGIN
 from oracles.findings import Finding
 from oracles.nodes import rounded_inputs
+from oracles.vocabulary import ErrorClass
 
 from .dtypes import FLOAT_FORMATS, is_float
 from .executors.torch_render import TORCH_DTYPE, render_function
@@ -81,7 +82,7 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     if not tvm:
         lines.append(f"control, _ = backward({prog}, 'cpu', contextlib.nullcontext())")
     lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident, margin,
-                      finding.details.get("expected_dtype") if finding.error_class == "grad-dtype" else None)
+                      finding.details.get("expected_dtype") if finding.error_class == ErrorClass.GRAD_DTYPE else None)
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 

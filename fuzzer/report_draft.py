@@ -7,20 +7,21 @@ from typing import Any, Iterable
 
 from oracles.bugs import title as bug_title
 from oracles.findings import Finding
+from oracles.vocabulary import Kind, Oracle
 
 from . import markdown as md
 from .ir import Case
 
 EXPECTED = {
-    "error-bound": "each output within the error that an implementation computing with float32 accumulation (each op "
+    Oracle.ERROR_BOUND: "each output within the error that an implementation computing with float32 accumulation (each op "
                    "rounded once to its dtype) loses against the float64 answer on the same rounded inputs: at most 3x "
                    "that error plus 2 ULP of the output dtype",
-    "effective-precision": "each output computed in the dtype it reports, within the error an implementation with float32 "
+    Oracle.EFFECTIVE_PRECISION: "each output computed in the dtype it reports, within the error an implementation with float32 "
                            "accumulation loses (3x plus 2 ULP)",
-    "status-divergence": "it runs, as PyTorch eager on the CPU runs the same program with the same dtypes",
-    "dtype-divergence": "it returns the dtypes PyTorch eager returns for the same program",
-    "silent-downcast": "it refuses the mixed dtypes as PyTorch does, or computes and returns the promoted dtype",
-    "model-hazard": "(not a backend bug) the model keeps its activations in the dtype of the parameters they meet",
+    Oracle.STATUS_DIVERGENCE: "it runs, as PyTorch eager on the CPU runs the same program with the same dtypes",
+    Oracle.DTYPE_DIVERGENCE: "it returns the dtypes PyTorch eager returns for the same program",
+    Oracle.SILENT_DOWNCAST: "it refuses the mixed dtypes as PyTorch does, or computes and returns the promoted dtype",
+    Kind.MODEL_HAZARD: "(not a backend bug) the model keeps its activations in the dtype of the parameters they meet",
     "coverage": "the op is supported in this dtype",
     "crash": "it does not crash",
     "timeout": "it returns in reasonable time",

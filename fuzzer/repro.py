@@ -26,6 +26,7 @@ from oracles.error_bounds import MARGIN, rounding_chain
 from oracles.findings import Finding
 from oracles.precision_hazards import PRECISION_LOSS
 from oracles.training_hazards import UPDATE_LOSS
+from oracles.vocabulary import ErrorClass, Oracle
 
 from . import __version__
 from .dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION, is_float
@@ -41,8 +42,8 @@ from .ops import OPS, is_cast
 from .ops.base import NumpyCall
 from .values import expression
 
-ACCURACY = ("error-bound", "effective-precision")
-RAISES = ("status-divergence", "coverage", "crash", "timeout")
+ACCURACY = (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION)
+RAISES = (Oracle.STATUS_DIVERGENCE, Oracle.COVERAGE, Oracle.CRASH, Oracle.TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
             allowed[o] = (*allowed_ulps(exact[o], ideal[o], dtype, slack_ulps=slack_ulps(dtype, budget)),
                           fmt.mantissa_bits, fmt.min_exponent)
         return Evidence(allowed, rounded=cast_chains(numeric, graph.outputs))
-    if finding.oracle == "dtype-divergence":
+    if finding.oracle == Oracle.DTYPE_DIVERGENCE:
         want = finding.details.get("mismatches")
         typed = infer(executor.policy_graph(graph))
         dtypes = [executor.reported_dtypes().get(typed.values[o].dtype, typed.values[o].dtype) for o in graph.outputs]
@@ -89,7 +90,7 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
             table = {m[0]: m[1] for m in want}
             dtypes = [table.get(o, d) for o, d in zip(graph.outputs, dtypes)]
         return Evidence(eager_dtypes=dtypes)
-    if finding.oracle == "silent-downcast":
+    if finding.oracle == Oracle.SILENT_DOWNCAST:
         typed = infer(executor.numeric_graph(graph))
         return Evidence(promoted=[typed.values[o].dtype for o in graph.outputs])
     return Evidence()
@@ -243,18 +244,18 @@ def render(case: Case, finding: Finding, executor: Executor, title: str, set_ind
         from .grad_repro import render as render_gradient
 
         return render_gradient(case, finding, executor, title, set_index)
-    if isinstance(executor, TVMTrainExecutor) and case.graph.wrt and finding.oracle in ("status-divergence", "coverage"):
+    if isinstance(executor, TVMTrainExecutor) and case.graph.wrt and finding.oracle in (Oracle.STATUS_DIVERGENCE, Oracle.COVERAGE):
         from .grad_repro import render_status  # TVM's training flow raising: the script runs Gradient too
 
         return render_status(case, finding, executor, title, set_index)
-    if (finding.oracle == "model-hazard" and finding.error_class in GRADIENT_HAZARDS
+    if (finding.oracle == Oracle.MODEL_HAZARD and finding.error_class in GRADIENT_HAZARDS
             and not isinstance(executor, TVMExecutor)):
         from .grad_repro import render_underflow  # the gradient without and with the loss scale (hz24)
 
         return render_underflow(case, finding, executor, title, set_index)
-    if finding.oracle == "model-hazard" and finding.error_class == "precision":
+    if finding.oracle == Oracle.MODEL_HAZARD and finding.error_class == ErrorClass.PRECISION:
         return _precision_script(case, finding, executor, title, set_index)
-    if finding.oracle == "model-hazard" and finding.error_class in ("update-lost", "update-nonfinite"):
+    if finding.oracle == Oracle.MODEL_HAZARD and finding.error_class in (ErrorClass.UPDATE_LOST, ErrorClass.UPDATE_NONFINITE):
         return _update_script(case, finding, executor, title, set_index)
     ev = ev if ev is not None else evidence(case, finding, executor, set_index)
     if isinstance(executor, TVMExecutor):
@@ -375,7 +376,7 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     graph = case.graph
     policy = ex.policy_graph(graph)
     oracle = finding.oracle
-    hazard = oracle == "model-hazard"
+    hazard = oracle == Oracle.MODEL_HAZARD
     on_device = not hazard and bool(ex.repro_sync())
     fn = render_function(graph)
     program = render_function(policy, "program")
@@ -497,19 +498,19 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                     f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} "
                     f"({{ulps.max().item():.3g}} ULP, {name}, {{@actual.dtype}}), \"",
                     f"      f\"{{ref:.4g}} ({control}); {{ratio:.3g}}x the allowed error\")"], f"ratio < {MARGIN!r}"))
-    if oracle in ("dtype-divergence", "silent-downcast"):
-        want = ev.eager_dtypes if oracle == "dtype-divergence" else ev.promoted
+    if oracle in (Oracle.DTYPE_DIVERGENCE, Oracle.SILENT_DOWNCAST):
+        want = ev.eager_dtypes if oracle == Oracle.DTYPE_DIVERGENCE else ev.promoted
         first = ([f"print('PyTorch eager on the CPU returns', [str(o.dtype) for o in {prog}(*inputs)])"]
-                 if oracle == "dtype-divergence" else
+                 if oracle == Oracle.DTYPE_DIVERGENCE else
                  ["try:", f"    {prog}(*inputs)", "except RuntimeError as exc:",
                   "    print('PyTorch eager on the CPU raises:', str(exc).splitlines()[0])"])
         return (device + first + run +
                 ["got = [str(o.dtype).replace('torch.', '') for o in actual]",
                  f"want = {want!r}  # "
-                 + ("what PyTorch returns" if oracle == "dtype-divergence" else "a correct promotion"),
+                 + ("what PyTorch returns" if oracle == Oracle.DTYPE_DIVERGENCE else "a correct promotion"),
                  f"print('{name} returns', got, 'expected', want)", "sys.exit(1 if got != want else 0)"])
     # the backend raises (or crashes) where PyTorch eager runs
-    check = [] if oracle == "coverage" else [
+    check = [] if oracle == Oracle.COVERAGE else [
         f"print('PyTorch eager on the CPU runs it:', [str(o.dtype) for o in {prog}(*inputs)])"]
     return (device + check + ["try:", *[f"    {line}" for line in run], "except Exception as exc:",
                               f"    print('{name} raises', type(exc).__name__, (str(exc).splitlines() or [''])[0])",
@@ -696,7 +697,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
                                    if mine else "") + ", \"",
             "      f\"{np.abs(@control.astype(np.float64) - @expected).max():.4g} with float32 internals; "
             "{ratio:.3g}x the allowed error\")"], f"ratio < {MARGIN!r}")
-    elif oracle == "dtype-divergence":
+    elif oracle == Oracle.DTYPE_DIVERGENCE:
         lines += [f"got = [str(a.dtype) for a in run({on})]",
                   f"want = {ev.eager_dtypes!r}  # what PyTorch returns for this program",
                   "print('TVM returns', got, 'expected', want)", "sys.exit(1 if got != want else 0)"]

@@ -16,6 +16,7 @@ from fuzzer.tvm_passes import PassSequenceError, check_sequence
 
 from .bugs import same_cause
 from .findings import Finding
+from .vocabulary import Kind
 
 Recheck = Callable[[Case, list[str]], list[Finding]]  # the findings of a case on these executors (no attribution)
 
@@ -70,7 +71,7 @@ def ablate(finding: Finding, case: Case, policy: Graph, recheck: Recheck) -> Fin
     """
     base = ABLATED[finding.executor]
     again = [f for f in recheck(replace(case, graph=policy, tvm_passes=None), [base])
-             if f.executor == base and f.kind == "backend-bug"]
+             if f.executor == base and f.kind == Kind.BACKEND_BUG]
     shown = any(same_cause(finding, f) for f in again)
     note = (f"{base} shows it too on the same program: a bug of the {base} lowering" if shown else
             f"{base} runs the same program clean: the {finding.variant} step is at fault")

@@ -37,7 +37,7 @@ from fuzzer.ops import OPS, tagged
 from fuzzer.tvm_passes import PIPELINES
 
 from .findings import Finding
-from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName
+from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName, Kind, Oracle
 
 DTYPE = re.compile(r"float8_e4m3fn|float8_e5m2|bfloat16|float16|float32|float64")
 ONE_PRIMITIVE = ("conv", "matmul")
@@ -66,29 +66,29 @@ def error_family(finding: Finding) -> str:
     backward is another kernel, another lowering, another fix upstream than its forward)."""
     if finding.details.get("grad") is not None:
         plain = replace(finding, details={k: v for k, v in finding.details.items() if k != "grad"},
-                        error_class=finding.error_class.removeprefix("grad-").replace("backward-raises", "raises"))
+                        error_class=finding.error_class.removeprefix("grad-").replace(ErrorClass.BACKWARD_RAISES, "raises"))
         return "backward-" + error_family(plain)
-    if finding.oracle in ("error-bound", "effective-precision"):
+    if finding.oracle in (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION):
         if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
-        return "underflow" if finding.error_class == "underflow" else "accuracy"
-    if finding.oracle == "model-hazard" and finding.error_class in ("precision", *TRAINING_HAZARDS):
+        return "underflow" if finding.error_class == ErrorClass.UNDERFLOW else "accuracy"
+    if finding.oracle == Oracle.MODEL_HAZARD and finding.error_class in (ErrorClass.PRECISION, *TRAINING_HAZARDS):
         return finding.error_class
-    if finding.oracle == "status-divergence" and finding.details.get("error_key"):
+    if finding.oracle == Oracle.STATUS_DIVERGENCE and finding.details.get("error_key"):
         return f"{finding.error_class}:{finding.details['error_key']}"  # one error message class, one cause
-    return {"dtype-divergence": "dtype", "silent-downcast": "downcast", "model-hazard": "hazard",
-            "coverage": "unsupported"}.get(finding.oracle, finding.error_class)
+    return {Oracle.DTYPE_DIVERGENCE: "dtype", Oracle.SILENT_DOWNCAST: "downcast", Oracle.MODEL_HAZARD: "hazard",
+            Oracle.COVERAGE: ErrorClass.UNSUPPORTED}.get(finding.oracle, finding.error_class)
 
 
 def dtype_class(finding: Finding) -> str:
     """The narrowest float dtype at fault, or the sorted pair that met at a mixed-dtype op."""
     names = DTYPE.findall(" ".join(finding.dtypes))
-    if finding.oracle == "silent-downcast":
+    if finding.oracle == Oracle.SILENT_DOWNCAST:
         return "mixed"
-    if finding.kind == "backend-bug" and finding.oracle not in ("error-bound", "effective-precision", "dtype-divergence",
-                                                                "model-hazard"):
+    if finding.kind == Kind.BACKEND_BUG and finding.oracle not in (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION, Oracle.DTYPE_DIVERGENCE,
+                                                                Kind.MODEL_HAZARD):
         return "*"  # a crash, hang or compile error: the message names it, the dtypes it met do not split it
-    if finding.oracle == "model-hazard":
+    if finding.oracle == Oracle.MODEL_HAZARD:
         return "+".join(sorted(set(names[:2]))) or "-"
     if error_family(finding) in ("shape", "masked-rows"):
         return "*"  # a wrong shape, NaN for fully masked rows: one lowering's, whatever dtype shows it
@@ -110,7 +110,7 @@ def variant_of(finding: Finding, pipeline_specific: bool | None) -> str:
     disappear) has that pass as its variant, unless the default pipeline shows the same cause.
     """
     head = ExecutorName.parse(finding.executor).family
-    if finding.kind == "model-hazard":
+    if finding.kind == Kind.MODEL_HAZARD:
         return "*"
     culprit = finding.details.get("culprit_pass")
     if culprit and pipeline_specific is not False:
@@ -125,7 +125,7 @@ def op_part(op: str, kind: str, backend: str = "") -> str:
     """An op as the key names it: its family where the backend lowers the family to one primitive (torch_xla's
     layer/group/instance norm: one HLO batch-norm-training)."""
     spec = OPS.get(op)
-    if kind == "model-hazard" or spec is None:
+    if kind == Kind.MODEL_HAZARD or spec is None:
         return op
     if spec.family in ONE_PRIMITIVE:
         return spec.family
@@ -174,7 +174,7 @@ class KeyRule:
 
 def _low_accuracy_bug(f: Finding, k: KeyParts) -> bool:
     """A backend bug of accuracy in float16 or bfloat16."""
-    return f.kind == "backend-bug" and k.family == "accuracy" and k.dtypes == "float16/bfloat16"
+    return f.kind == Kind.BACKEND_BUG and k.family == "accuracy" and k.dtypes == "float16/bfloat16"
 
 
 # In order: each rule sees the parts the rules before it set.
@@ -193,28 +193,28 @@ KEY_RULES: tuple[KeyRule, ...] = (
             {"ops": "16-bit-sum", "variant": "*"}),
     KeyRule("mixed-16-bit", "triage11 b4365aa9ef div, triage12 b997d25324 add: torch_xla's one promotion routine "
             "(see mixed_16_bit)",
-            lambda f, k, specific: f.kind == "backend-bug" and k.family == "accuracy" and mixed_16_bit(f),
+            lambda f, k, specific: f.kind == Kind.BACKEND_BUG and k.family == "accuracy" and mixed_16_bit(f),
             {"ops": "mixed-16-bit"}),
     KeyRule("tvm-float8-conversion", "triage11: 3 records of TVM's one float8 conversion routine (see "
             "TVM_FP8_CONVERTING)",
-            lambda f, k, specific: (f.kind == "backend-bug" and k.backend == "tvm" and k.dtypes == "float8"
+            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "tvm" and k.dtypes == "float8"
                                     and k.family in ("accuracy", CAST_SEMANTICS) and bool(f.ops)
                                     and set(f.ops) <= TVM_FP8_CONVERTING),
             {"ops": "float8-conversion", "family": "accuracy"}),
     KeyRule("missing-dtype-check", "triage7: operands of mixed dtypes run where PyTorch checks them: one missing "
             "check, every op it lowers",
-            lambda f, k, specific: f.oracle == "silent-downcast", {"ops": "*"}),
+            lambda f, k, specific: f.oracle == Oracle.SILENT_DOWNCAST, {"ops": "*"}),
     KeyRule("tvm-gradient-raises", "triage19: relax.transform.Gradient refusing bfloat16 parameters filed 8 times, "
             "once per op list; triage21: where the default pipeline raises the same (silu's LLVM verification), "
             "that pipeline's record",
-            lambda f, k, specific: (f.oracle == "status-divergence" and f.executor in WHOLE_MODULE_FLOWS
+            lambda f, k, specific: (f.oracle == Oracle.STATUS_DIVERGENCE and f.executor in WHOLE_MODULE_FLOWS
                                     and specific is not False),
             {"ops": "*"}),
     KeyRule("coverage-gap", "an op or dtype a backend cannot lower, subnormals it flushes: one per backend, class "
-            "and dtype", lambda f, k, specific: f.kind == "unsupported", {"ops": "*"}),
+            "and dtype", lambda f, k, specific: f.kind == Kind.UNSUPPORTED, {"ops": "*"}),
     KeyRule("xla-one-pass-variance", "triage21 bc8a3da88d, b1ab1c5acd: HLO batch-norm-training's one-pass variance "
             "E[x^2] - E[x]^2 in the operand's dtype fails a float32 instance_norm and a float16 layer_norm alike",
-            lambda f, k, specific: (f.kind == "backend-bug" and k.backend == "torch_xla" and k.family == "accuracy"
+            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch_xla" and k.family == "accuracy"
                                     and k.ops == "batch-norm-training"),
             {"dtypes": "*"}),
 )
@@ -223,7 +223,7 @@ KEY_RULES: tuple[KeyRule, ...] = (
 def key_parts(finding: Finding, pipeline_specific: bool | None = None,
               rules: tuple[KeyRule, ...] = KEY_RULES) -> KeyParts:
     """The parts of a finding's key: the default parts, then each rule of `rules` that applies, in order."""
-    backend = "model" if finding.kind == "model-hazard" else finding.details.get("cause_in", finding.backend)
+    backend = "model" if finding.kind == Kind.MODEL_HAZARD else finding.details.get("cause_in", finding.backend)
     parts = KeyParts(finding.kind, backend,
                      "+".join(dict.fromkeys(op_part(op, finding.kind, backend) for op in finding.ops)) or "-",
                      error_family(finding), dtype_class(finding), variant_of(finding, pipeline_specific))
@@ -246,7 +246,7 @@ def bug_id(key: str) -> str:
 def pytorch_autocast_raises_too(f: Finding, found: list[Finding]) -> bool:
     """A torch_xla autocast error that CPU autocast (torch/autocast) raises too, at the same op with the same
     message: the error is in PyTorch's autocast itself (at::autocast::prioritize on a float8 cat), not torch_xla's."""
-    if f.oracle != "status-divergence" or ExecutorName.parse(f.executor).variant != "autocast" or f.backend == "torch":
+    if f.oracle != Oracle.STATUS_DIVERGENCE or ExecutorName.parse(f.executor).variant != "autocast" or f.backend == "torch":
         return False
     if f.details.get("cpu_autocast_raises"):  # the checker ran torch.autocast("cpu") on the case for it
         return True
@@ -274,7 +274,7 @@ def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, s
         out[f.signature] = bug_key(f, specific)
     for f in found:  # a whole-module flow raising what another pipeline raises: that pipeline's record (triage22:
         # `full`'s PrimType error and interpolate_linear's divide by zero, filed from tvm/decompose and from tvm/train)
-        same = [g for g in found if f.executor in WHOLE_MODULE_FLOWS and f.oracle == "status-divergence"
+        same = [g for g in found if f.executor in WHOLE_MODULE_FLOWS and f.oracle == Oracle.STATUS_DIVERGENCE
                 and g.executor not in WHOLE_MODULE_FLOWS and g.backend == f.backend and g.oracle == f.oracle
                 and error_family(g) == error_family(f)]
         if same:
@@ -289,11 +289,11 @@ POLICY_WORDS = {"declared": "the declared dtypes", "bf16-model": "model.to(torch
 def dtype_label(finding: Finding) -> str:
     """The dtypes as a title shows them: 'float16', or '(float16, bfloat16 -> float32)' where they differ."""
     names = DTYPE.findall(" ".join(finding.dtypes))
-    if finding.oracle in ("error-bound", "status-divergence") and len(set(names)) > 1 and "->" in " ".join(finding.dtypes):
+    if finding.oracle in (Oracle.ERROR_BOUND, Oracle.STATUS_DIVERGENCE) and len(set(names)) > 1 and "->" in " ".join(finding.dtypes):
         ins, out = " ".join(finding.dtypes).split("->", 1)
         return f"({', '.join(dict.fromkeys(DTYPE.findall(ins)))} -> {out.strip()})"
     floats = [d for d in names if d in FLOAT_FORMATS]
-    if finding.oracle in ("silent-downcast", "model-hazard") or not floats:
+    if finding.oracle in (Oracle.SILENT_DOWNCAST, Oracle.MODEL_HAZARD) or not floats:
         return dtype_class(finding)
     return min(floats, key=lambda d: FLOAT_FORMATS[d].mantissa_bits)
 
@@ -317,14 +317,14 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     fam = error_family(finding)
     grad = finding.details.get("grad")
     if grad is not None:
-        what = {"grad-nonfinite": "is inf/nan where an fp32-accumulating backward is finite",
-                "grad-dtype": f"has dtype {(finding.dtypes or ['?'])[-1].split('->')[-1]} where PyTorch's "
+        what = {ErrorClass.GRAD_NONFINITE: "is inf/nan where an fp32-accumulating backward is finite",
+                ErrorClass.GRAD_DTYPE: f"has dtype {(finding.dtypes or ['?'])[-1].split('->')[-1]} where PyTorch's "
                               + (f"is {finding.details['expected_dtype']}" if "expected_dtype" in finding.details
                                  else "differs"),
-                "backward-raises": f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
+                ErrorClass.BACKWARD_RAISES: f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"
-    if finding.kind == "model-hazard" and finding.error_class in GRADIENT_HAZARDS:
+    if finding.kind == Kind.MODEL_HAZARD and finding.error_class in GRADIENT_HAZARDS:
         d = finding.details
         how = {"subnormal": "is lost to subnormal activations a kernel reads as 0",
                "overflow": "is lost to an overflow in its forward"}.get(str(d.get("cause", "")), "underflows")
@@ -334,19 +334,19 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 + (f"scale the loss by {float(d.get('scale', 0)):g} (GradScaler)" if d.get("scale") else
                    "no loss scale helps" if d.get("cause") in ("subnormal", "overflow") else
                    "keep the backward in float32"))
-    if finding.kind == "model-hazard" and finding.error_class in UPDATE_HAZARDS:
+    if finding.kind == Kind.MODEL_HAZARD and finding.error_class in UPDATE_HAZARDS:
         d = finding.details
-        what = ("gives inf/NaN updates" if finding.error_class == "update-nonfinite"
+        what = ("gives inf/NaN updates" if finding.error_class == ErrorClass.UPDATE_NONFINITE
                 else f"loses {float(d.get('loss', 0)):.0%} of its update" if float(d.get("frozen", 1.0)) >= 0.5
                 else f"gets its update {float(d.get('loss', 0)):.0%} wrong")
         return (f"Training hazard: {dc} {op} {what} under "
                 f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; {clip(str(d.get('fix', '')), 90)}")
-    if finding.kind == "model-hazard" and finding.error_class == "precision":
+    if finding.kind == Kind.MODEL_HAZARD and finding.error_class == ErrorClass.PRECISION:
         d = finding.details
         return (f"Precision hazard: {dc} {op} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "
                 f"against float32) under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; keep it "
                 "in float32")
-    if finding.kind == "model-hazard":
+    if finding.kind == Kind.MODEL_HAZARD:
         d = finding.details
         src = str((d.get("sources") or ["upstream tensor"])[0])
         act, param = (finding.dtypes + ["?", "?"])[:2]
@@ -360,18 +360,18 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         return f"[{backend}] {op} returns NaN for fully masked rows where PyTorch returns 0 (its safe softmax){where}"
     if fam == "underflow":
         return f"[{backend}] {dc} {op} loses subnormal values ({finding.ratio or 0:.3g}x the bound){where}"
-    if finding.kind == "unsupported":
+    if finding.kind == Kind.UNSUPPORTED:
         return f"[{backend}] {dc} {op} is not supported{where}"
     if fam == "accuracy" and finding.details.get("garbage"):
         return f"[{backend}] {dc} {op} returns garbage (changes between runs){scope}{where}"
-    if fam == "accuracy" and finding.details.get("worst_nonfinite") and finding.error_class != "nonfinite":
+    if fam == "accuracy" and finding.details.get("worst_nonfinite") and finding.error_class != ErrorClass.NONFINITE:
         size = int(finding.details["worst_nonfinite"])
         ratio = f"{finding.ratio:.3g}x " if finding.ratio is not None else ""
         return (f"[{backend}] {dc} {op} is {ratio}less accurate than an fp32-accumulating implementation, and "
                 f"returns inf/nan on some inputs of {size} values{scope}{where}")  # the repro shows the ratio
-    if fam == "accuracy" and finding.oracle == "effective-precision":
+    if fam == "accuracy" and finding.oracle == Oracle.EFFECTIVE_PRECISION:
         return f"[{backend}] {dc} {op} computes in {finding.dtypes[-1]}{scope}{where}"
-    if fam == "accuracy" and finding.error_class == "nonfinite":
+    if fam == "accuracy" and finding.error_class == ErrorClass.NONFINITE:
         return f"[{backend}] {dc} {op} returns inf/nan where an fp32-accumulating implementation is finite{scope}{where}"
     if fam == "accuracy":
         ratio = f"{finding.ratio:.3g}x " if finding.ratio is not None else ""
@@ -383,11 +383,11 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         act, param, got = (finding.dtypes + ["?", "?", "?"])[:3]
         return (f"[{backend}] {op} runs a {act} input with {param} parameters (PyTorch raises) and silently "
                 f"returns {got}{where}")
-    if finding.oracle == "status-divergence" and finding.details.get("cpu_autocast_raises"):
+    if finding.oracle == Oracle.STATUS_DIVERGENCE and finding.details.get("cpu_autocast_raises"):
         err = finding.details.get("error") or finding.message
         return (f"[PyTorch] {op} raises under autocast ({finding.error_class}: {clip(err, 80)}) on the CPU and "
                 f"on XLA, where PyTorch without autocast runs it{where}")
-    if finding.oracle == "status-divergence":
+    if finding.oracle == Oracle.STATUS_DIVERGENCE:
         err = finding.details.get("error") or finding.message
         low = f"{dc} " if dc in LOW_PRECISION else ""  # a dtype the minimizer could not widen to float32 matters
         return f"[{backend}] {low}{op} raises ({finding.error_class}: {clip(err, 80)}) where PyTorch runs it{where}"

@@ -21,6 +21,7 @@ from fuzzer.outcome import Outcome
 from .bounds import ErrorStats, error_stats, slack_ulps
 from .findings import Finding
 from .nodes import passed_through
+from .vocabulary import ErrorClass, Oracle
 
 MARGIN = 2.0  # a bound finding needs ratio >= MARGIN (or non-finite values, or a second violating input set)
 
@@ -128,14 +129,14 @@ def bound_findings(executor: str, graph: Graph, numeric: TypedGraph, judgements:
     s = worst.stats
     producer = worst.output if worst.output in {n.id for n in graph.nodes} else ""
     ops, dtypes = node_signature(graph, numeric, producer) if producer else (["input"], [worst.dtype])
-    cls = "nonfinite" if s.nonfinite_mismatch else "bound"
+    cls = ErrorClass.NONFINITE if s.nonfinite_mismatch else ErrorClass.BOUND
     if s.nonfinite_mismatch:
         msg = f"{s.nonfinite_mismatch} non-finite value(s) in {worst.output} where the reference and ideal are finite (or the reverse)"
     else:
         msg = (f"{worst.output}: max error {s.max_abs:.4g} ({s.max_ulp:.1f} ULP of {worst.dtype}) is {s.ratio:.3g}x "
                f"the allowed error")
     sets = sorted({j.input_set for j in bad if j.output == worst.output})
-    return [Finding("error-bound", executor, ops, dtypes, cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
+    return [Finding(Oracle.ERROR_BOUND, executor, ops, dtypes, cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
                     input_set=worst.input_set, output=worst.output, node=producer,
                     details={"max_abs": s.max_abs, "worst_index": s.worst_index, "violating_outputs": len(bad),
                              "violating_sets": sets})]

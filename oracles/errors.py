@@ -6,16 +6,18 @@ import re
 
 from fuzzer.outcome import Outcome
 
+from .vocabulary import ErrorClass
+
 # (class, pattern over "<error type>: <message>"), first match wins. Backends word these differently.
 ERROR_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((c, re.compile(p, re.IGNORECASE)) for c, p in (
     # a device compiler rejecting what the frontend let through (e.g. XLA's HLO verifier on mixed precisions)
-    ("compiler-error", r"hlo verifier|neuronx-cc|NCC_[A-Z]+\d+|compil(e|ation|er) (error|fail)|failed compilation"
+    (ErrorClass.COMPILER_ERROR, r"hlo verifier|neuronx-cc|NCC_[A-Z]+\d+|compil(e|ation|er) (error|fail)|failed compilation"
                        r"|HloModule|XLA compilation|tvm\.error|TVMError"),
-    ("dtype-mismatch", r"type \(.*\) and .* type \(.*\) should be the same|should be the same (type|dtype)"
+    (ErrorClass.DTYPE_MISMATCH, r"type \(.*\) and .* type \(.*\) should be the same|should be the same (type|dtype)"
                        r"|expected .*(same dtype|same type|scalar type)|must have the same (dtype|type|scalar type)"
                        r"|dtype mismatch|mixed dtype|found dtype \w+ but expected|expected both .* to have the same"
                        r"|type mismatch|promot\w* .* not allowed"),
-    ("unsupported", r"^NotImplementedError|not implemented for|not supported|unsupported|no (lowering|kernel)"),
+    (ErrorClass.UNSUPPORTED, r"^NotImplementedError|not implemented for|not supported|unsupported|no (lowering|kernel)"),
 ))
 
 
@@ -27,7 +29,7 @@ def classify_error(outcome: Outcome) -> str:
     for cls, pattern in ERROR_CLASSES:
         if pattern.search(text):
             return cls
-    return "compiler-error" if outcome.stage == "compile" else "runtime-error"
+    return ErrorClass.COMPILER_ERROR if outcome.stage == "compile" else ErrorClass.RUNTIME_ERROR
 
 
 _VOLATILE = re.compile(r"0x[0-9a-f]+|\d+(\.\d+)?|'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\([^)]*\)|/[\w./-]+")

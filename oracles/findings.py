@@ -22,7 +22,7 @@ class Finding:
     dtypes: list[str]  # dtypes at fault: operand dtypes -> output dtype
     error_class: str  # e.g. bound, nonfinite, dtype-mismatch, crash-signal-11, timeout
     message: str
-    kind: str = "backend-bug"
+    kind: str = Kind.BACKEND_BUG
     against: str = ""  # what it was compared with (e.g. "eager" for the semantic oracle)
     ratio: float | None = None  # observed / allowed error, where it applies
     max_ulp: float | None = None

@@ -31,6 +31,7 @@ from .errors import message_key
 from .findings import Finding, backend_of
 from .localize import EAGER_PAR
 from .nodes import node_graph
+from .vocabulary import ErrorClass, Oracle
 
 Values = dict[str, np.ndarray]
 Reference = tuple[list[np.ndarray], list[list[np.ndarray]], list[float]]  # exact, ideals per ideal, scale floors
@@ -43,7 +44,7 @@ def status(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Out
     for k, (o, e) in enumerate(zip(outcomes, eager)):
         if o.ok and o.backward_error is not None and e.ok and e.grads is not None:
             why = o.backward_error
-            return [Finding("status-divergence", executor, ["backward"], [], "backward-raises",
+            return [Finding(Oracle.STATUS_DIVERGENCE, executor, ["backward"], [], ErrorClass.BACKWARD_RAISES,
                             f"the backward raises {why['type']}: {why['message'][:300]} where PyTorch eager's runs",
                             against="torch/eager", input_set=k, output=grad_name(graph.wrt[0]),
                             details={"grad": graph.wrt[0], "error_key": message_key(why["message"]),
@@ -59,7 +60,7 @@ def dtypes(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Out
             continue
         for name, got, want in zip(graph.wrt, o.grad_dtypes, e.grad_dtypes):
             if got != reported(want):
-                return [Finding("dtype-divergence", executor, consumers(graph, name), [f"{want}->{got}"], "grad-dtype",
+                return [Finding(Oracle.DTYPE_DIVERGENCE, executor, consumers(graph, name), [f"{want}->{got}"], ErrorClass.GRAD_DTYPE,
                                 f"the gradient of {name} is {got} where PyTorch eager's is {reported(want)}",
                                 against="torch/eager", input_set=k, output=grad_name(name),
                                 details={"grad": name, "expected_dtype": reported(want)})]
@@ -140,13 +141,13 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
     worst = max(bad, key=lambda j: (j.stats.nonfinite_mismatch > 0, j.stats.ratio))
     k, s, dtype = worst.input_set, worst.stats, worst.dtype
     name = worst.output.removeprefix("grad:")
-    cls = "grad-nonfinite" if s.nonfinite_mismatch else "grad-bound"
+    cls = ErrorClass.GRAD_NONFINITE if s.nonfinite_mismatch else ErrorClass.GRAD_BOUND
     if s.nonfinite_mismatch:
         msg = f"{s.nonfinite_mismatch} non-finite value(s) in the gradient of {name} where the reference is finite"
     else:
         msg = (f"gradient of {name}: max error {s.max_abs:.4g} ({s.max_ulp:.1f} ULP of {dtype}) is {s.ratio:.3g}x "
                f"the allowed error of an ideal 16-bit backward")
-    finding = Finding("error-bound", executor, ["backward"], [dtype], cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
+    finding = Finding(Oracle.ERROR_BOUND, executor, ["backward"], [dtype], cls, msg, ratio=s.ratio, max_ulp=s.max_ulp,
                       input_set=k, output=worst.output,
                       details={"grad": name, "max_abs": s.max_abs, "worst_index": s.worst_index})
     if run is None:

@@ -25,6 +25,7 @@ from .findings import Finding
 from .nodes import LIFTABLE, judge_nodes, lifted, node_stats, rounded_inputs
 from .precision import device_narrower
 from .subjects import Subject
+from .vocabulary import ErrorClass, Kind, Oracle
 
 Values = dict[str, np.ndarray]
 Run = Callable[[Graph, Values], Outcome]  # the executor at fault on one graph and one input set
@@ -120,7 +121,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
         return replace(finding, details={**finding.details, "localized": False})
     observed, device, _ = seen
     verdicts = judge_nodes(s.numeric, inputs, observed, device, s.approximate)
-    node = at_fault([(v.node, v.stats) for v in verdicts], nonfinite=finding.error_class == "nonfinite",
+    node = at_fault([(v.node, v.stats) for v in verdicts], nonfinite=finding.error_class == ErrorClass.NONFINITE,
                     flushed={v.node for v in verdicts if v.underflow})
     if node is None:
         notes.append(f"{s.name}: {finding.message} (no single node is out of bound on its own operands)")
@@ -139,8 +140,8 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
         # "2.3e3x the allowed error" read as a float32 result PyTorch defines); the distance from the promotion is
         # its evidence
         computed = narrow or declared
-        return Finding("silent-downcast", s.name, [ops[0]], [brk.activation_dtype, brk.param_dtype, computed],
-                       "downcast", semantics.downcast_message(s.name, node, ops[0], brk, computed,
+        return Finding(Oracle.SILENT_DOWNCAST, s.name, [ops[0]], [brk.activation_dtype, brk.param_dtype, computed],
+                       ErrorClass.DOWNCAST, semantics.downcast_message(s.name, node, ops[0], brk, computed,
                                                               off=None if narrow else v.stats.ratio),
                        against=semantics.EAGER, input_set=finding.input_set, node=node,
                        details={**details, "chain_break": True})
@@ -150,7 +151,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                                f"{list(typed.values[node].shape)}", ratio=None, max_ulp=None, details=details)
     if narrow is not None:
         evidence = f"the device holds {v.device}" if v.device == narrow else f"every value of {node} is a {narrow} number"
-        return Finding("effective-precision", s.name, ops, [declared, narrow], f"{declared}-carries-{narrow}",
+        return Finding(Oracle.EFFECTIVE_PRECISION, s.name, ops, [declared, narrow], f"{declared}-carries-{narrow}",
                        f"{node} ({ops[0]}) declares {declared} but computes in {narrow}: {evidence} "
                        f"({v.stats.ratio:.3g}x the {declared} bound)", ratio=v.stats.ratio,
                        max_ulp=v.stats.max_ulp, input_set=finding.input_set, node=node,
@@ -160,7 +161,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     if fused is not None:  # the node alone is right: its producer's lowering, fused into it, is not
         producer, pair = fused
         p_ops, p_dtypes = node_signature(s.numeric, typed, producer)
-        cls = "nonfinite" if pair.nonfinite_mismatch else "bound"
+        cls = ErrorClass.NONFINITE if pair.nonfinite_mismatch else ErrorClass.BOUND
         what = (f"{pair.nonfinite_mismatch} non-finite value(s) where the reference is finite" if pair.nonfinite_mismatch
                 else f"max error {pair.max_abs:.4g} ({pair.max_ulp:.1f} ULP) is {pair.ratio:.3g}x the allowed error")
         msg = (f"{producer} ({p_ops[0]}, {p_dtypes[0]}) computed with {node} ({ops[0]}) after it: {what} at {node}, "
@@ -178,11 +179,11 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        ratio=st.ratio, max_ulp=st.max_ulp,
                        details={**details, "cast_range": broke.how, "pytorch_gives": broke.pytorch})
     flushes = v.underflow and not fails_above_subnormals(run, v, declared)
-    cls = "underflow" if flushes else ("nonfinite" if st.nonfinite_mismatch else "bound")
+    cls = ErrorClass.UNDERFLOW if flushes else (ErrorClass.NONFINITE if st.nonfinite_mismatch else ErrorClass.BOUND)
     if v.underflow and not flushes:
         details = {**details, "fails_above_subnormals": True}  # flushing would explain it, but the op fails without
-    if cls == "underflow":  # flushing subnormals is a documented choice of many backends: a coverage note
-        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, kind="unsupported",
+    if cls == ErrorClass.UNDERFLOW:  # flushing subnormals is a documented choice of many backends: a coverage note
+        return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, kind=Kind.UNSUPPORTED,
                        message=f"{node} ({ops[0]}, {dtypes[0]}): {st.ratio:.3g}x the allowed error where an operand "
                                f"or the result is subnormal (below the smallest normal {declared})",
                        ratio=st.ratio, max_ulp=st.max_ulp, details=details)
@@ -294,14 +295,14 @@ def status(finding: Finding, s: Subject, inputs: Values, run: Run) -> Finding:
     if departed is not None:  # ... or returns another dtype than PyTorch's, which the raising node then meets
         _, name, got = departed
         op, want = s.graph.node(name).op, s.reported(typed.values[name].dtype)
-        return replace(finding, oracle="dtype-divergence", error_class="dtype", ops=[op], node=name,
+        return replace(finding, oracle=Oracle.DTYPE_DIVERGENCE, error_class="dtype", ops=[op], node=name,
                        dtypes=[want, str(got)], against="eager",
                        message=f"{name} ({op}): {s.name} returns {got} where PyTorch returns {want}; {then}",
                        details={**finding.details, "localized": True, "whole_graph": False, "raised_at": nodes[hi].id})
     bare = bare_departure(s, nodes[:hi], nodes[hi], inputs, run)
     if bare is not None:  # the op's core result already has another dtype: its optional operand then meets it
         node, (slots, got, want) = nodes[hi], bare
-        return replace(finding, oracle="dtype-divergence", error_class="dtype", ops=[node.op], node=node.id,
+        return replace(finding, oracle=Oracle.DTYPE_DIVERGENCE, error_class="dtype", ops=[node.op], node=node.id,
                        dtypes=[want, got], against="eager",
                        message=f"{node.id} ({node.op}): without its {', '.join(slots)} {s.name} returns {got} where "
                                f"PyTorch returns {want}; with it, it raises: {finding.message}",
@@ -318,7 +319,7 @@ def shape_finding(finding: Finding, s: Subject, typed: Any, name: str, got: tupl
     """`finding` as the consequence of node `name` returning shape `got` where PyTorch's is the declared one (`then`:
     what followed)."""
     op = s.graph.node(name).op
-    return replace(finding, oracle="error-bound", ops=[op], node=name, error_class="shape",
+    return replace(finding, oracle=Oracle.ERROR_BOUND, ops=[op], node=name, error_class="shape",
                    dtypes=node_signature(s.graph, typed, name)[1], ratio=None, max_ulp=None,
                    message=f"{name} ({op}, {typed.values[name].dtype}) returns shape {list(got)} where PyTorch's is "
                            f"{list(typed.values[name].shape)}; {then}",
@@ -426,10 +427,10 @@ def as_inaccurate_as_eager(findings: list[Finding], keys: dict[str, str], semant
     by_key: dict[str, dict[tuple[str, str, int], Finding]] = {}
     if semantic is not None and semantic in keys:
         by_key[keys[semantic]] = {(g.node, g.error_class, g.input_set): g for g in findings
-                                  if g.executor == semantic and g.oracle == "error-bound" and g.node}
+                                  if g.executor == semantic and g.oracle == Oracle.ERROR_BOUND and g.node}
     for key, found in (shadow or {}).items():
         by_key.setdefault(key, {(g.node, g.error_class, g.input_set): g for g in found
-                                if g.oracle == "error-bound" and g.node})
+                                if g.oracle == Oracle.ERROR_BOUND and g.node})
     if not by_key:
         return findings
     out = []
@@ -437,9 +438,9 @@ def as_inaccurate_as_eager(findings: list[Finding], keys: dict[str, str], semant
         g = by_key.get(keys.get(f.executor, ""), {}).get((f.node, f.error_class, f.input_set))
         if g is not None and g.executor not in keys and f.backend == g.backend:
             g = None  # eager is not under test and this is PyTorch itself (torch/autocast): its finding is the record
-        if (g is not None and f.executor != semantic and f.oracle == "error-bound"
-                and f.error_class in ("bound", "nonfinite")
-                and (f.error_class == "nonfinite" or (f.ratio is not None and g.ratio is not None
+        if (g is not None and f.executor != semantic and f.oracle == Oracle.ERROR_BOUND
+                and f.error_class in (ErrorClass.BOUND, ErrorClass.NONFINITE)
+                and (f.error_class == ErrorClass.NONFINITE or (f.ratio is not None and g.ratio is not None
                                                       and f.ratio <= EAGER_PAR * g.ratio))):
             stands = ("PyTorch's finding stands for both" if g.executor in keys and keys[g.executor] == keys[f.executor]
                       else "not a backend bug (eager is not under test on this program)")

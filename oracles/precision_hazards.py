@@ -21,6 +21,7 @@ from fuzzer.ir import Graph, infer
 from fuzzer.ops import OPS, is_cast
 
 from .findings import Finding
+from .vocabulary import ErrorClass, Kind, Oracle
 
 Values = dict[str, np.ndarray]
 FLOAT32_TINY = 2.0**-126  # float32's smallest normal
@@ -212,7 +213,7 @@ def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input
                  f"`{lost.culprit}` in float32)")
     message = (f"under {policy}, output {lost.output} loses {lost.loss:.3g} of its value (relative RMS error against the "
                f"float32 model) with every op within its bound: {where}; fix: {fix}")
-    return Finding("model-hazard", executor, [start_op], [lost.dtype], "precision", message, kind="model-hazard",
+    return Finding(Oracle.MODEL_HAZARD, executor, [start_op], [lost.dtype], ErrorClass.PRECISION, message, kind=Kind.MODEL_HAZARD,
                    ratio=lost.loss / PRECISION_LOSS, input_set=input_set, output=lost.output, node=start,
                    details={"policy": policy, "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
                             "start": start,

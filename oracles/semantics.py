@@ -29,6 +29,7 @@ from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
 from .errors import classify_error, message_key
 from .findings import Finding
 from .subjects import Subject
+from .vocabulary import ErrorClass, Kind, Oracle
 
 FAILED = ("error", "crash", "timeout")
 EAGER = "eager"  # what the semantic findings are compared against
@@ -59,8 +60,8 @@ def narrower(a: str, b: str) -> bool:
 def _coverage(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding:
     ops = _mentioned_ops(graph, out.message)
     dtypes = sorted({v.dtype for v in s.typed().values.values() if v.kind != "scalar" and is_float(v.dtype)})
-    return Finding("coverage", s.name, ops, dtypes, "unsupported",
-                   f"{s.name} cannot run this graph: {out.summary()}", kind="unsupported", input_set=k,
+    return Finding(Oracle.COVERAGE, s.name, ops, dtypes, ErrorClass.UNSUPPORTED,
+                   f"{s.name} cannot run this graph: {out.summary()}", kind=Kind.UNSUPPORTED, input_set=k,
                    details={"whole_graph": len(ops) > 1 or ops == _graph_ops(graph), "stage": out.stage})
 
 
@@ -70,7 +71,7 @@ def _status(graph: Graph, s: Subject, k: int, out: Outcome, eager: Outcome) -> F
     dtypes = sorted({v.dtype for v in s.typed().values.values() if v.kind != "scalar" and is_float(v.dtype)})
     msg = (f"{s.name} raises ({cls}: {first_line(out.message) or out.summary()}) where PyTorch eager on the CPU "
            f"runs the same program ({s.label}) and returns {', '.join(eager.dtypes or [])}")
-    return Finding("status-divergence", s.name, ops, dtypes, cls, msg, against=EAGER, input_set=k,
+    return Finding(Oracle.STATUS_DIVERGENCE, s.name, ops, dtypes, cls, msg, against=EAGER, input_set=k,
                    details={"whole_graph": True, "stage": out.stage, "error_type": out.error_type,
                             "error": first_line(out.message, 400), "error_key": message_key(out.message),
                             "eager_dtypes": eager.dtypes})
@@ -83,7 +84,7 @@ def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> F
     value, w, g = bad[0]
     producer = next((n.op for n in graph.nodes if n.id == value), "input")
     msg = f"{value}: {s.name} returns {g} where PyTorch eager on the CPU returns {w} ({s.label})"
-    return Finding("dtype-divergence", s.name, [producer], [w, g], "dtype", msg, against=EAGER, input_set=k,
+    return Finding(Oracle.DTYPE_DIVERGENCE, s.name, [producer], [w, g], "dtype", msg, against=EAGER, input_set=k,
                    output=value, node=value if producer != "input" else "",
                    details={"mismatches": [list(b) for b in bad]})
 
@@ -115,8 +116,8 @@ def _downcast(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding | None:
             node_id, brk = sorted(breaks.items())[0]
             op = graph.node(node_id).op
             msg = downcast_message(s.name, node_id, op, brk, got, value)
-            return Finding("silent-downcast", s.name, [op], [brk.activation_dtype, brk.param_dtype, got],
-                           "downcast", msg, against=EAGER, input_set=k, output=value, node=node_id)
+            return Finding(Oracle.SILENT_DOWNCAST, s.name, [op], [brk.activation_dtype, brk.param_dtype, got],
+                           ErrorClass.DOWNCAST, msg, against=EAGER, input_set=k, output=value, node=node_id)
     return None
 
 
@@ -132,7 +133,7 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
         done.add(key)
         outs = eager.get(key) or []
         k, raised = next(((k, o) for k, o in enumerate(outs) if o.status == "error"), (0, None))
-        if raised is None or classify_error(raised) != "dtype-mismatch":
+        if raised is None or classify_error(raised) != ErrorClass.DTYPE_MISMATCH:
             continue
         typed = s.typed()
         mine = [x for x in subjects if keys[x.name] == key]
@@ -158,8 +159,8 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
                    f"{brk.param_dtype} parameters and PyTorch raises ({first_line(raised.message)}){where}"
                    + (f"; fix: {fix}" if fix else "") + f" [{said}]")
             found.append(Finding(
-                "model-hazard", s.name, [op], [brk.activation_dtype, brk.param_dtype], "raised", msg,
-                kind="model-hazard", against=EAGER, input_set=k, node=node_id,
+                Oracle.MODEL_HAZARD, s.name, [op], [brk.activation_dtype, brk.param_dtype], ErrorClass.RAISED, msg,
+                kind=Kind.MODEL_HAZARD, against=EAGER, input_set=k, node=node_id,
                 details={"policy": s.label, "culprits": culprits, "sources": sources,
                          "promoted_at": list(trace.promoted_at) if trace else [], "fix": fix,
                          "reactions": reactions, "error": first_line(raised.message, 400)}))
@@ -208,7 +209,7 @@ def judge(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Outcom
                 f = None  # a documented mode relabels dtypes: only its status and numbers are judged
             elif e.ok:
                 f = _dtype(graph, s, k, out, [s.reported(d) for d in e.dtypes or []])
-            elif classify_error(e) == "dtype-mismatch":
+            elif classify_error(e) == ErrorClass.DTYPE_MISMATCH:
                 f = _downcast(graph, s, k, out)
             else:
                 f = None  # eager lacks a kernel or fails otherwise: the executor's numbers are still judged

@@ -29,6 +29,7 @@ from fuzzer.ir import Graph, infer, op_attrs
 from fuzzer.ops import OPS
 
 from .findings import Finding
+from .vocabulary import ErrorClass, Kind, Oracle
 
 Values = dict[str, np.ndarray]
 UPDATE_LOSS = 0.5  # half of the update's RMS gone: the model trains at half its learning rate, or not at all
@@ -86,7 +87,7 @@ def judge(graph: Graph, inputs: Values) -> list[UpdateLoss]:
                      f"an intermediate of the update overflows or divides by zero in {dtype}")
             fix = ("use an eps the dtype represents (>= 6e-8 in float16; fp16 recipes use 1e-4), fused=True (float32 "
                    "math inside the step), or float32 optimizer state" if node.op == "adam_step" else FIX_LOST)
-            out.append(UpdateLoss(name, node.op, dtype, "update-nonfinite", float("inf"), 0.0, bad, cause, fix))
+            out.append(UpdateLoss(name, node.op, dtype, ErrorClass.UPDATE_NONFINITE, float("inf"), 0.0, bad, cause, fix))
             continue
         lost, frozen = _lost(u, got)
         if not lost >= UPDATE_LOSS:
@@ -108,7 +109,7 @@ def judge(graph: Graph, inputs: Values) -> list[UpdateLoss]:
             cause = (f"the update is a fraction of an ULP of the {dtype} weight, which moves by whole ULPs: over- or "
                      f"undershooting ({frozen:.0%} of the weights do not move at all)")
             fix = FIX_LOST
-        out.append(UpdateLoss(name, node.op, dtype, "update-lost", lost, frozen, 0, cause, fix))
+        out.append(UpdateLoss(name, node.op, dtype, ErrorClass.UPDATE_LOST, lost, frozen, 0, cause, fix))
     return out
 
 
@@ -125,13 +126,13 @@ def _lost(u: np.ndarray, got: np.ndarray) -> tuple[float, float]:
 
 def finding(executor: str, policy: str, graph: Graph, loss: UpdateLoss, input_set: int) -> Finding:
     """The model-hazard finding of a lost or non-finite update."""
-    what = ("gives inf/NaN updates" if loss.kind == "update-nonfinite" else
+    what = ("gives inf/NaN updates" if loss.kind == ErrorClass.UPDATE_NONFINITE else
             f"loses {loss.lost:.0%} of its update (relative RMS against the exact step)" if loss.frozen >= 0.5 else
             f"gets its update {loss.lost:.0%} wrong (relative RMS against the exact step)")
     message = (f"under {policy}, the {loss.dtype} optimizer step `{loss.node}` ({loss.op}) {what} with every op "
                f"within its bound: {loss.cause}; fix: {loss.fix}")
     ratio = loss.lost / UPDATE_LOSS if np.isfinite(loss.lost) else float("inf")
-    return Finding("model-hazard", executor, [loss.op], [loss.dtype], loss.kind, message, kind="model-hazard",
+    return Finding(Oracle.MODEL_HAZARD, executor, [loss.op], [loss.dtype], loss.kind, message, kind=Kind.MODEL_HAZARD,
                    ratio=ratio, input_set=input_set, output=loss.node, node=loss.node,
                    details={"policy": policy, "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
                             "fix": loss.fix, "cause": loss.cause})
@@ -308,8 +309,8 @@ def gradient_finding(executor: str, policy: str, graph: Graph, loss: GradientLos
            if loss.cause == "underflow" else loss.obstacle)
     message = (f"under {policy}, the gradient of `{loss.wrt}` loses {loss.lost:.0%} of its value{on} (relative RMS "
                f"against the exact gradient): {why}; fix: {fix}")
-    error_class = "grad-overflow" if loss.cause == "overflow" else "grad-underflow"
-    return Finding("model-hazard", executor, [op], [loss.dtype], error_class, message, kind="model-hazard",
+    error_class = ErrorClass.GRAD_OVERFLOW if loss.cause == "overflow" else ErrorClass.GRAD_UNDERFLOW
+    return Finding(Oracle.MODEL_HAZARD, executor, [op], [loss.dtype], error_class, message, kind=Kind.MODEL_HAZARD,
                    ratio=loss.lost / GRAD_LOSS, input_set=input_set, output=loss.wrt, node=loss.wrt,
                    details={"policy": policy, "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
                             "with_scale": loss.with_scale, "fix": fix, "gradient": loss.wrt, "cause": loss.cause,

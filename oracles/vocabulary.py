@@ -1,7 +1,7 @@
 """The words findings and bugs are made of: kinds, oracles, error classes, executor names (typed, one place).
 
-The enums are `str` enums: a value is its own JSON string and compares equal to it, so records written before
-them read back the same.
+The enums are `str` enums (Word): a value is its own JSON string, prints as itself and compares equal to it, so
+records written before them read back the same; code names them here, never as string literals.
 """
 
 from __future__ import annotations
@@ -10,7 +10,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 
-class Kind(str, Enum):
+class Word(str, Enum):
+    """A word of the vocabulary: a str in every use (str(), f-strings, repr, JSON, hashing) as well as an enum member."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+    __repr__ = str.__repr__
+
+
+class Kind(Word):
     """What a person does with a finding."""
 
     BACKEND_BUG = "backend-bug"  # report it upstream
@@ -18,7 +26,7 @@ class Kind(str, Enum):
     UNSUPPORTED = "unsupported"  # a coverage gap: the backend cannot express the op in that dtype
 
 
-class Oracle(str, Enum):
+class Oracle(Word):
     """Which oracle made a finding."""
 
     ERROR_BOUND = "error-bound"  # numbers out of the ideal-implementation bound
@@ -32,7 +40,7 @@ class Oracle(str, Enum):
     TIMEOUT = "timeout"  # the worker hung
 
 
-class ErrorClass(str, Enum):
+class ErrorClass(Word):
     """The fixed error classes (a crash's class names its signal, `crash-signal-11`, and an effective-precision
     finding the formats, `float16-carries-bfloat16`: those stay plain strings)."""
 
@@ -54,6 +62,10 @@ class ErrorClass(str, Enum):
     UPDATE_NONFINITE = "update-nonfinite"  # an optimizer step inf/NaN where the exact one is finite
     GRAD_UNDERFLOW = "grad-underflow"  # a gradient the 16-bit backward flushes to 0 (loss scaling, or activations)
     GRAD_OVERFLOW = "grad-overflow"  # a gradient lost to an overflow in its forward, which no loss scale helps
+    GRAD_BOUND = "grad-bound"  # a gradient out of the bound of an fp32-accumulating backward (oracles.gradients)
+    GRAD_NONFINITE = "grad-nonfinite"  # a gradient inf/NaN where the exact one is finite
+    GRAD_DTYPE = "grad-dtype"  # a gradient of another dtype than PyTorch's
+    BACKWARD_RAISES = "backward-raises"  # the backward raises where PyTorch's runs
 
 
 BACKENDS = {"xla": "torch_xla", "tvm": "tvm", "torch": "torch", "neuron": "neuron", "debug": "debug"}

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
+from oracles.vocabulary import ErrorClass, Kind
 
 from ..artifacts import write_finding
 from ..check import Checker, CheckResult
@@ -64,7 +65,7 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
     log(f"checking {len(case.graph.nodes)} nodes on {', '.join(names)}")
     main = scenario("", checker.check(case, [n for n in names if n not in legacy]), checker)
     if moved is not None:
-        baked = [f for f in main.result.findings if f.kind == "model-hazard" and f.error_class == "raised"
+        baked = [f for f in main.result.findings if f.kind == Kind.MODEL_HAZARD and f.error_class == ErrorClass.RAISED
                  and main.policies.get(f.executor) == "bf16-model" and not hazard_of(f, main, {}, False).caller_cast]
         if baked:
             main.result.findings = [f for f in main.result.findings if f not in baked]
@@ -77,7 +78,7 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
     bf16 = module_is_bf16(case.graph)
     todo: dict[tuple[tuple[str, ...], tuple[str, ...], str], None] = {}
     for f in main.result.findings:
-        if f.kind != "model-hazard":
+        if f.kind != Kind.MODEL_HAZARD:
             continue
         h = hazard_of(f, main, {}, bf16)
         if not h.caller_cast:
@@ -209,7 +210,7 @@ def explore(case: Case, checker: Checker, names: list[str], rounds: int, seed: i
 
 def explored_bugs(ex: Explored, sources: dict[str, Any]) -> list[Bug]:
     """The explore round's new backend findings as verdict bugs (hazards of other dtypes are noted, not counted)."""
-    return [Bug(sig.split("|")[1], sig.split("|")[0], "backend-bug", msg, None, "", "", "", sig)
+    return [Bug(sig.split("|")[1], sig.split("|")[0], Kind.BACKEND_BUG, msg, None, "", "", "", sig)
             for sig, msg in ex.new.items() if msg.startswith("[backend-bug]")]
 
 

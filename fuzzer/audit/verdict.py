@@ -11,7 +11,7 @@ from typing import Any
 
 from oracles.bugs import GRADIENT_HAZARDS, TRAINING_HAZARDS, UPDATE_HAZARDS
 from oracles.findings import Finding
-from oracles.vocabulary import ExecutorName
+from oracles.vocabulary import ErrorClass, ExecutorName, Kind, Oracle
 
 from ..analysis import break_trace
 from ..check import CheckResult
@@ -166,9 +166,9 @@ def cells_of(sc: Scenario, bf16_module: bool) -> list[Cell]:
         r = res.row(name)
         mine = [f for f in res.findings if f.executor == name]
         status = {"ok": "runs", "error": "raises"}.get(r["status"], r["status"])
-        if r["status"] == "ok" and any(f.oracle in ("dtype-divergence", "silent-downcast") for f in mine):
+        if r["status"] == "ok" and any(f.oracle in (Oracle.DTYPE_DIVERGENCE, Oracle.SILENT_DOWNCAST) for f in mine):
             status = "wrong dtype"
-        bug = any(f.kind == "backend-bug" for f in mine)
+        bug = any(f.kind == Kind.BACKEND_BUG for f in mine)
         out.append(Cell(row_label(sc.policies[name], sc.label, bf16_module), backend_column(name), name, status,
                         r["ratio"], bug, r["detail"], res.backward.get(name, "")))
     for name, outs in res.eager.items():  # eager on the CPU under an XLA-only policy
@@ -223,7 +223,7 @@ def update_hazard_of(f: Finding, sc: Scenario, bf16_module: bool) -> Hazard:
 
 def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module: bool) -> Hazard:
     """A model-hazard finding located in the user's code, with its one-line fix."""
-    if f.error_class == "precision":
+    if f.error_class == ErrorClass.PRECISION:
         return precision_hazard_of(f, sc, sources, bf16_module)
     if f.error_class in TRAINING_HAZARDS:
         return update_hazard_of(f, sc, bf16_module)
@@ -321,9 +321,9 @@ def build(model: str, scenarios: list[Scenario], sources: dict[str, Source], not
             if key in seen:
                 continue
             seen.add(key)
-            if f.kind == "model-hazard":
+            if f.kind == Kind.MODEL_HAZARD:
                 hazards.append(hazard_of(f, sc, lines, bf16))
-            elif f.kind == "backend-bug":
+            elif f.kind == Kind.BACKEND_BUG:
                 bugs.append(bug_of(f, lines))
             else:
                 coverage.append(f"{f.executor}: {f.message}")
@@ -421,13 +421,13 @@ def _update_lines(hazards: list[Hazard]) -> list[str]:
     out = []
     for (rows, kind, dtype, fix), hs in groups.items():
         hs.sort(key=lambda h: -(h.precision or 0.0))
-        tensors = ", ".join(f"`{h.node}` {h.precision:.0%}" if kind != "update-nonfinite" else f"`{h.node}`" for h in hs)
+        tensors = ", ".join(f"`{h.node}` {h.precision:.0%}" if kind != ErrorClass.UPDATE_NONFINITE else f"`{h.node}`" for h in hs)
         if kind in GRADIENT_HAZARDS:
-            how = "lost to an overflow of the forward" if kind == "grad-overflow" else "lost to 16-bit underflow"
+            how = "lost to an overflow of the forward" if kind == ErrorClass.GRAD_OVERFLOW else "lost to 16-bit underflow"
             out += [f"  under {rows}: the gradients of {len(hs)} parameter tensor(s) are {how} in the {dtype} "
                     f"backward (relative RMS lost against the exact gradient): {tensors}", f"      fix: {fix}"]
             continue
-        what = "give inf/NaN updates" if kind == "update-nonfinite" else "lose this much of their update"
+        what = "give inf/NaN updates" if kind == ErrorClass.UPDATE_NONFINITE else "lose this much of their update"
         out += [f"  under {rows}: the {dtype} {hs[0].op} of {len(hs)} parameter tensor(s) {what} (relative RMS "
                 f"against the exact step), on every backend, eager included: {tensors}", f"      fix: {fix}"]
     return out
@@ -436,7 +436,7 @@ def _update_lines(hazards: list[Hazard]) -> list[str]:
 def _hazard_lines(h: Hazard) -> list[str]:
     module = f" [{h.module}]" if h.module else ""
     if h.update:
-        what = ("gives inf/NaN updates" if h.update == "update-nonfinite"
+        what = ("gives inf/NaN updates" if h.update == ErrorClass.UPDATE_NONFINITE
                 else f"loses {h.precision:.0%} of its update (relative RMS against the exact step)")
         return [f"  under {', '.join(h.rows)}: the {h.param_dtype} {h.op} of parameter `{h.node}` {what}, on every "
                 "backend, eager included", f"      fix: {h.fix}"]

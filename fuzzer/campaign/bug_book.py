@@ -14,8 +14,9 @@ from typing import Any
 
 from oracles.bugs import bug_id, bug_key, error_family
 from oracles.findings import Finding
+from oracles.vocabulary import Kind
 
-KIND_ORDER = {"backend-bug": 0, "model-hazard": 1, "unsupported": 2}
+KIND_ORDER = {Kind.BACKEND_BUG: 0, Kind.MODEL_HAZARD: 1, Kind.UNSUPPORTED: 2}
 
 
 @dataclass
@@ -208,7 +209,7 @@ class BugBook:
 def finding_of(rec: dict[str, Any]) -> Finding:
     """The Finding a findings.jsonl record describes (enough of it to key it and title it)."""
     return Finding(rec["oracle"], rec["executor"], list(rec["ops"]), list(rec["dtypes"]), str(rec.get("error_class", "")),
-                   str(rec.get("message", "")), kind=str(rec.get("kind", "backend-bug")),
+                   str(rec.get("message", "")), kind=str(rec.get("kind", Kind.BACKEND_BUG)),
                    details=dict(rec.get("details") or {}))
 
 

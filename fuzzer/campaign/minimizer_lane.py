@@ -18,7 +18,7 @@ import numpy as np
 
 from oracles.bugs import case_keys
 from oracles.findings import Finding
-from oracles.vocabulary import ExecutorName
+from oracles.vocabulary import ErrorClass, ExecutorName, Kind
 
 from ..artifacts import REPRO_FULL, Artifacts, confirm_scripts, rewrite_report, write_finding
 from ..check import Checker
@@ -53,7 +53,7 @@ class MinimizerLane:
     def backlog(self) -> int:
         """Backend bugs found but not yet minimized (the minimizer lane's queue)."""
         with self.c.lock:
-            return sum(1 for b in self.c.book.live() if b.kind == "backend-bug" and not b.extra.get("minimize_tried"))
+            return sum(1 for b in self.c.book.live() if b.kind == Kind.BACKEND_BUG and not b.extra.get("minimize_tried"))
 
     def put(self, bug: Bug) -> None:
         """Queue a bug for minimization: backend bugs first, then hazards, then coverage gaps; in discovery order."""
@@ -77,7 +77,7 @@ class MinimizerLane:
         budget = min(self.c.cfg.minimize_budget_s, self._left())
         if budget < 5.0:
             return
-        if bug.error_class == "timeout":  # every check of it waits the whole timeout: the lane would stall
+        if bug.error_class == ErrorClass.TIMEOUT:  # every check of it waits the whole timeout: the lane would stall
             self._leave(bid, f"not minimized: each check of a timeout waits {self.c.cfg.timeout_s:g} s (triage17: one "
                              "held the minimizer lane for 23 minutes); `precfuzz minimize` can take it offline")
             return
@@ -101,7 +101,7 @@ class MinimizerLane:
             update.update(minimized=False, confirmed=False, note=note or "the minimizer did not reproduce it")
         else:
             key, variant, same, garbage = self._minimized_key(finding, case, checker)
-            worst = result.worst if result.worst is not None and result.worst.error_class == "nonfinite" else None
+            worst = result.worst if result.worst is not None and result.worst.error_class == ErrorClass.NONFINITE else None
             finding = replace(finding, details={**finding.details, "garbage": garbage,
                                                 **({"worst_nonfinite": result.worst_elements} if worst else {})})
             folder = self.c.store.root / "bugs" / bid
@@ -216,7 +216,7 @@ class MinimizerLane:
         same = sorted({f.executor for f in found if keys.get(f.signature) == key} | {finding.executor})
         garbage = False
         first = result.outcomes.get(finding.executor, [])
-        if first and first[0].ok and finding.error_class in ("bound", "nonfinite"):
+        if first and first[0].ok and finding.error_class in (ErrorClass.BOUND, ErrorClass.NONFINITE):
             again = checker.pool.run(finding.executor, case.graph, [input_values(case, 0)], case_options(case))
             garbage = bool(again and again[0].ok and any(
                 not np.array_equal(a, b, equal_nan=True) for a, b in zip(first[0].outputs or [], again[0].outputs or [])))

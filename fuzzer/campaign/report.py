@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from oracles.vocabulary import Kind
 
 from .. import markdown as md
 from ..executors.tvm_exec import PIPELINES
@@ -85,7 +86,7 @@ def timeline(bugs: list[dict[str, Any]], path: Path, force: bool = False) -> boo
         return False
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 3.5))
-    for kind in ("backend-bug", "model-hazard", "unsupported"):
+    for kind in (Kind.BACKEND_BUG, Kind.MODEL_HAZARD, Kind.UNSUPPORTED):
         times = sorted(float(b["first_seen_s"]) for b in live if b.get("kind") == kind)
         if times:
             ax.step([0.0] + times, list(range(len(times) + 1)), where="post", label=kind)
@@ -124,11 +125,11 @@ def bug_sections(bugs: list[dict[str, Any]]) -> list[str]:
     link = lambda p, name: f"[{name}](<{_target(p)}>)" if p else ""  # noqa: E731
     lines: list[str] = []
     for kind, head, blurb in (
-            ("backend-bug", "Backend bugs", "One row per root cause; each links a minimized, standalone repro script "
+            (Kind.BACKEND_BUG, "Backend bugs", "One row per root cause; each links a minimized, standalone repro script "
              "(exits 1 while the bug is there) and a bug-report draft."),
-            ("model-hazard", "Model hazards", "The model itself breaks under a precision policy (PyTorch eager raises "
+            (Kind.MODEL_HAZARD, "Model hazards", "The model itself breaks under a precision policy (PyTorch eager raises "
              "too): worth a cast in the model, not an upstream report."),
-            ("unsupported", "Coverage gaps", "What a backend cannot express (not a failure).")):
+            (Kind.UNSUPPORTED, "Coverage gaps", "What a backend cannot express (not a failure).")):
         mine = [b for b in live if b.get("kind") == kind]
         lines += [f"## {head} ({len(mine)})", "", blurb, ""]
         if not mine:
@@ -165,7 +166,7 @@ def pass_of(bug: dict[str, Any]) -> str:
 
 def pass_section(live: list[dict[str, Any]]) -> list[str]:
     """TVM backend bugs grouped by the pass whose removal makes them disappear (empty without TVM bugs)."""
-    tvm = [b for b in live if b.get("kind") == "backend-bug" and b.get("backend") == "tvm"]
+    tvm = [b for b in live if b.get("kind") == Kind.BACKEND_BUG and b.get("backend") == "tvm"]
     if not tvm:
         return []
     by_pass: dict[str, list[dict[str, Any]]] = {}
@@ -202,11 +203,11 @@ def write_report(root: Path, force: bool = False) -> Path:
              f"- cases: {state.get('cases', 0)}, tests (executor x input set): {state.get('tests', 0)}, "
              f"campaign time: {state.get('elapsed_s', 0):.0f} s, seed {state.get('seed')}",
              f"- executors: {md.text(', '.join(map(str, state.get('executors', []))))}",
-             f"- bugs: {sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug')} backend bugs "
-             f"({sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'backend-bug' and pass_kind(b) == 'backward')}"
+             f"- bugs: {sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == Kind.BACKEND_BUG)} backend bugs "
+             f"({sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == Kind.BACKEND_BUG and pass_kind(b) == 'backward')}"
              " of them in the backward pass), "
-             f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'model-hazard')} model hazards, "
-             f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == 'unsupported')} coverage gaps "
+             f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == Kind.MODEL_HAZARD)} model hazards, "
+             f"{sum(1 for b in bugs if not b.get('merged_into') and b.get('kind') == Kind.UNSUPPORTED)} coverage gaps "
              f"(from {len(findings)} distinct findings)", ""]
     lines += bug_sections(bugs)
     if not runs.empty:

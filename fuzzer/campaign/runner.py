@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator
 
 from oracles.bugs import case_keys, error_family
 from oracles.findings import Finding
+from oracles.vocabulary import Kind, Oracle
 
 from ..artifacts import write_finding
 from ..check import CheckResult
@@ -437,7 +438,7 @@ class Campaign:
         ops = ",".join(sorted({n.op for n in result.case.graph.nodes}))
         family = str(result.case.meta.get("family", "seed" if label.startswith("seed:") else ""))
         rows = []
-        fault = {f.executor: f.ops[0] for f in result.findings if f.oracle == "error-bound" and f.ops}
+        fault = {f.executor: f.ops[0] for f in result.findings if f.oracle == Oracle.ERROR_BOUND and f.ops}
         compiled_by: dict[str, str] = {}  # program -> the executor that compiled it in this case
         for name, outs in result.outcomes.items():
             js = result.judgements.get(name, [])
@@ -505,7 +506,7 @@ class Campaign:
               bug: str, key: str, original: Path | None) -> dict[str, Any]:
         """Write the finding's raw case and its full-oracle script (a model hazard's short script too: what eager
         raises or loses, which the backend's script does not show); return its record (count 1)."""
-        hazard = finding.kind == "model-hazard"
+        hazard = finding.kind == Kind.MODEL_HAZARD
         art = write_finding(folder, case, finding, self.describe(finding.executor, pool),
                             f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}",
                             short=hazard or finding.details.get("grad") is not None)  # a gradient's script is the short one
@@ -549,7 +550,7 @@ class Campaign:
             live = self.book.live()
             return Snapshot(self.elapsed(), self.state.cases, self.state.tests, self.new_findings,
                             len(self.findings), sum(self.alive), self.n_backend_workers, sum(self.restarts),
-                            self.new_bugs, len(live), sum(1 for b in live if b.kind == "backend-bug"),
+                            self.new_bugs, len(live), sum(1 for b in live if b.kind == Kind.BACKEND_BUG),
                             sum(1 for b in live if b.minimized))
 
     def run(self) -> CampaignSummary:

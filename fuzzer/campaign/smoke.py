@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+from oracles.vocabulary import Kind
 
 from .. import markdown as md
 from ..outfiles import not_regular
@@ -59,8 +60,8 @@ def load_baseline(path: Path | None) -> list[dict[str, Any]]:
 
 # first triage line of a bug nobody has looked at yet, by kind (oracles.bugs kinds)
 DEFAULT_TRIAGE = {
-    "backend-bug": "not yet triaged: the backend departs from PyTorch eager on the CPU (status, dtype or accuracy)",
-    "model-hazard": "model-side: PyTorch itself raises or promotes the same way under this policy (a cast fixes it)",
+    Kind.BACKEND_BUG: "not yet triaged: the backend departs from PyTorch eager on the CPU (status, dtype or accuracy)",
+    Kind.MODEL_HAZARD: "model-side: PyTorch itself raises or promotes the same way under this policy (a cast fixes it)",
     "unsupported": "coverage: the backend declares this dtype/op unsupported; recorded, not a bug",
 }
 

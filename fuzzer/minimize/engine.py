@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from oracles.findings import Finding
+from oracles.vocabulary import ErrorClass, Kind
 
 from ..check import SEMANTIC_ORACLE, Checker, pin_passes
 from ..ir import Case, canonical, infer
@@ -229,7 +230,7 @@ def recheck(case: Case, target: Target, pool: ExecutorPool, localize_faults: boo
     return next((f for f in result.findings if target.matches(f)), None)
 
 
-KIND_VALUE = {"backend-bug": 0, "model-hazard": 1, "unsupported": 2}
+KIND_VALUE = {Kind.BACKEND_BUG: 0, Kind.MODEL_HAZARD: 1, Kind.UNSUPPORTED: 2}
 
 
 def most_valuable(findings: Sequence[Finding]) -> Finding:
@@ -238,7 +239,7 @@ def most_valuable(findings: Sequence[Finding]) -> Finding:
     seed padded with elementwise ops was an xla/bf16-model effective-precision one)."""
     def rank(item: tuple[int, Finding]) -> tuple[int, float, int]:
         k, f = item
-        ratio = float("inf") if f.error_class == "nonfinite" else (f.ratio or 0.0)
+        ratio = float("inf") if f.error_class == ErrorClass.NONFINITE else (f.ratio or 0.0)
         return KIND_VALUE.get(f.kind, 3), -ratio, k
 
     return min(enumerate(findings), key=rank)[1]

@@ -9,14 +9,15 @@ from dataclasses import dataclass, replace
 
 from oracles.error_bounds import node_signature
 from oracles.findings import Finding
+from oracles.vocabulary import ErrorClass, Oracle
 
 from ..analysis import promoted_breaks
 from ..check import Checker
 from ..executors import ORACLE_EXECUTORS, REGISTRY
 from ..ir import Case, Graph, IRError, case_options, infer
 
-WHOLE_GRAPH_ORACLES = ("crash", "timeout")  # their signatures name every op and input dtype of the graph
-EAGER_FREE_ORACLES = ("error-bound", "effective-precision", "crash", "timeout")  # judged without PyTorch eager
+WHOLE_GRAPH_ORACLES = (Oracle.CRASH, Oracle.TIMEOUT)  # their signatures name every op and input dtype of the graph
+EAGER_FREE_ORACLES = (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION, Oracle.CRASH, Oracle.TIMEOUT)  # judged without PyTorch eager
 
 
 # Slippage (Hypothesis's word for shrinking into another bug): a reduction keeps an out-of-bound finding only while
@@ -79,7 +80,7 @@ class Target:
     def refined(self, finding: Finding, graph: Graph) -> "Target":
         """This target plus what the original finding's details add (a promotion behind the node at fault)."""
         at_fault = {n for n in finding.node.split(",") if n}
-        floor = min(finding.ratio, SLIP**2) / SLIP if finding.error_class == "bound" and finding.ratio else 0.0
+        floor = min(finding.ratio, SLIP**2) / SLIP if finding.error_class == ErrorClass.BOUND and finding.ratio else 0.0
         return replace(self, promotion=bool(at_fault & promoted_breaks(graph)), min_ratio=floor)
 
     def admits(self, graph: Graph) -> bool:
@@ -96,7 +97,7 @@ class Target:
     def node_shown(self, numeric: Graph) -> bool:
         """For a localized error-bound target: some node of `numeric` (the executor's numeric graph) has the
         target's op and operand -> result dtypes, which a matching finding must name. Other targets: True."""
-        if self.oracle != "error-bound" or self.whole_graph or "->" not in self.dtypes:
+        if self.oracle != Oracle.ERROR_BOUND or self.whole_graph or "->" not in self.dtypes:
             return True
         typed = infer(numeric)
         return any(n.op in self.ops and (tuple(o), ",".join(d)) == (self.ops, self.dtypes)
@@ -119,7 +120,7 @@ class Target:
         """True when `finding` shows the same bug."""
         if (finding.oracle, finding.executor, finding.error_class) != (self.oracle, self.executor, self.error_class):
             return False
-        if self.min_ratio and finding.error_class == "bound" and not (finding.ratio or 0.0) >= self.min_ratio:
+        if self.min_ratio and finding.error_class == ErrorClass.BOUND and not (finding.ratio or 0.0) >= self.min_ratio:
             return False  # a 785x error shrunk to 2.56x is another mechanism (triage15 baf9062a49: the mask went)
         dtypes = ",".join(finding.dtypes)
         if self.whole_graph:  # the op set may shrink; the dtypes may change (a crash may not need bfloat16 at all)
@@ -200,7 +201,7 @@ class Predicate:
     def _note_worst(self, case: Case, findings: list[Finding]) -> None:
         """Keep the worst finding of the target's oracle, executor and ops: non-finite values beat any ratio."""
         def badness(f: Finding) -> float:
-            return float("inf") if f.error_class == "nonfinite" else (f.ratio or 0.0)
+            return float("inf") if f.error_class == ErrorClass.NONFINITE else (f.ratio or 0.0)
 
         same = [f for f in findings if (f.oracle, f.executor, tuple(f.ops)) ==
                 (self.target.oracle, self.target.executor, self.target.ops)]
