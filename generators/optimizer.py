@@ -4,8 +4,8 @@ What a step sees in a real run: weights at their init scale (std 0.02 for linear
 std 1 for embeddings), gradients spanning magnitudes (and exact zeros: embedding rows no token used), optimizer state
 at step 1 (zeros) or later (moving averages of gradients of that scale), the learning rates and epsilons of common
 recipes, torch.optim's three implementations. The gradient may come from micro-batches accumulated in its dtype, or
-from an fp16 loss-scaled backward unscaled in float32 (GradScaler's unscale_ kernel, and its step skipped where the
-gradient holds inf/NaN), and a 16-bit
+from an fp16 loss-scaled backward unscaled in float32 (GradScaler's unscale_ kernel, its step skipped where the
+gradient holds inf/NaN, and its scale update after the step), and a 16-bit
 model may keep float32 master weights (the step in float32, a 16-bit copy for the forward): the fix the hazards name,
 drawn as often as the hazard so the pair shows it.
 """
@@ -112,10 +112,31 @@ def optimizer_family(b: GraphBuilder) -> list[Val]:
         new = b.op("adam_step", [weight, grad, *state], stem="weight_new", lr=lr, beta1=0.9,
                    beta2=b.draw.choice([0.999, 0.999, 0.95]), eps=b.draw.weighted(EPS), weight_decay=decay,
                    decoupled=kind == "adamw", step=step, impl=impl)
+    extra: list[Val] = []
     if source == "unscaled" and not master and dtype == "float32":  # GradScaler.step: no step on inf/NaN grads
-        skip = b.op("gt", [b.op("amp_found_inf", [grad], stem="found_inf"), 0.0], stem="skip")
-        new = b.op("where", [skip, weight, new], stem="weight_stepped")
+        found_inf = b.op("amp_found_inf", [grad], stem="found_inf")
+        new = b.op("where", [b.op("gt", [found_inf, 0.0], stem="skip"), weight, new], stem="weight_stepped")
+        extra.append(_scale_update(b, found_inf))
     b.notes["optimizer"] = {"kind": kind, "master": master, "source": source, "step": step}
     if master:
         return [new, b.op("astype", [new], dtype=model_dtype, stem="weight_model")]
-    return [new]
+    return [new, *extra]
+
+
+SCALE_STATES = [(65536.0, 3), (2.0**24, 1), (2.0**127, 2), (1.0, 1)]  # GradScaler's init, a grown one, one growth
+# from float32's range (PyTorch's kernel keeps a scale whose growth is inf), one backed off to 1
+
+
+def _scale_update(b: GraphBuilder, found_inf: Val) -> Val:
+    """GradScaler.update after the step: the new loss scale from the scale, its growth tracker and found_inf (grown
+    on the growth_interval-th successful step in a row, backed off on inf/NaN gradients)."""
+    interval = b.draw.choice([2000, 2000, 100, 1])
+    shape = b.draw.choice([(1,), ()])  # GradScaler keeps shape [1]; torch_xla's lowering once took only shape []
+    scale = b.input("loss_scale", shape, "float32", [{"dist": "constant", "value": b.draw.weighted(SCALE_STATES)}
+                                                     for _ in range(b.n_sets)], role="param")
+    due = b.draw.chance(0.7)  # the tracker one short of the interval: this step grows the scale
+    tracker = b.input("growth_tracker", shape, "int32",
+                      [{"dist": "constant", "value": interval - 1 if due else b.draw.choice([0, interval // 2])}
+                       for _ in range(b.n_sets)], role="param")
+    return b.op("amp_update_scale", [scale, tracker, found_inf], stem="loss_scale_new", growth_factor=2.0,
+                backoff_factor=0.5, growth_interval=interval)

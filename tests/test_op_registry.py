@@ -40,7 +40,7 @@ NO_NUMPY_FORM = {"conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpo
                  "max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
                  "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate_nearest",
                  "interpolate_linear", "scaled_dot_product_attention", "sgd_step", "adam_step",
-                 "amp_unscale", "amp_found_inf"}  # and optimizer steps, loss scaling
+                 "amp_unscale", "amp_found_inf", "amp_update_scale"}  # and optimizer steps, loss scaling
 
 
 def test_every_op_but_windows_resampling_attention_and_optimizer_steps_has_a_numpy_form_for_repro_scripts() -> None:

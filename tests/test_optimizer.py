@@ -339,3 +339,22 @@ def test_gradscaler_skips_the_step_where_the_scaled_gradient_overflowed_on_every
             w_out, found = outs[0].outputs
             assert float(found) == float(skipped), name
             assert np.array_equal(w_out == want["w"], np.full(8, skipped)), name
+
+
+def test_torch_xla_growing_the_loss_scale_past_float32_is_its_bug() -> None:
+    """GradScaler.update (torch._amp_update_scale_) grows the scale by growth_factor on the growth_interval-th
+    successful step, and PyTorch's kernels keep the scale where the product is not finite; torch_xla's lowering makes
+    it inf (2^127 * 2), after which every scaled loss is inf, every step is skipped and the scale stays inf. Found by
+    the op's example when it was added (issue 36: GradScaler's scale update modelled)."""
+    from pathlib import Path
+
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent.parent / "corpus" / "examples"
+                     / "amp-update-scale-growth-past-float32.json")
+    with ExecutorPool(["torch/eager", "xla/native"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/native"])
+    bugs = [f for f in result.findings if f.kind == "backend-bug"]
+    assert [(f.executor, f.ops, f.error_class) for f in bugs] == [("xla/native", ["amp_update_scale"], "nonfinite")]
+    assert "amp_update_scale returns inf/nan" in title(bugs[0])

@@ -255,6 +255,62 @@ def _unscale_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], o
     return iv.mul(ivs[0], (attrs["inv_scale"], attrs["inv_scale"]))
 
 
+# ---- loss scaling: GradScaler.update's scale (torch._amp_update_scale_): back off on inf, grow every interval
+
+def _infer_update_scale(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
+    """scale: a one-element float32 tensor; growth_tracker: a one-element int32 tensor; found_inf: one float32."""
+    scale, tracker, found = ops
+    assert scale is not None and tracker is not None and found is not None
+    for name, info, dtype in (("scale", scale, "float32"), ("growth_tracker", tracker, "int32"),
+                              ("found_inf", found, "float32")):
+        if info.is_scalar or info.dtype != dtype or math.prod(info.shape) != 1:
+            raise IRError(f"amp_update_scale: {name} must be a one-element {dtype} tensor (GradScaler's state), got "
+                          f"{'a Python number' if info.is_scalar else f'{info.dtype} {list(info.shape)}'}")
+    return Typed(tensor(scale.shape, "float32"))
+
+
+def amp_update_scale(scale, growth_tracker, found_inf, growth_factor=2.0, backoff_factor=0.5,
+                     growth_interval=2000) -> np.ndarray:
+    """The scale after GradScaler.update (ATen's _amp_update_scale_ on the CPU): times backoff_factor where found_inf,
+    else times growth_factor when this is the growth_interval-th successful step in a row, and only if that product
+    is finite in float32 (the scale's dtype), else unchanged."""
+    s = np.asarray(scale, dtype=np.float64)
+    if float(np.asarray(found_inf).ravel()[0]) != 0.0:
+        return s * backoff_factor
+    if int(np.asarray(growth_tracker).ravel()[0]) + 1 != growth_interval:
+        return s
+    grown = s * growth_factor
+    with np.errstate(over="ignore"):
+        return grown if np.all(np.isfinite(grown.astype(np.float32))) else s
+
+
+def _torch_update_scale(c: TorchCall) -> str:
+    s, t, f = c.args
+    a = c.attrs
+    return (f"(lambda s, t, f, like: torch._amp_update_scale_(s, t, f, {a['growth_factor']!r}, "
+            f"{a['backoff_factor']!r}, {a['growth_interval']!r}).reshape(like.shape).to(like.dtype))("
+            f"{s}.detach().float().reshape(1).clone(), {t}.detach().to(torch.int32).reshape(1).clone(), "
+            f"{f}.detach().float().reshape(1), {s})")  # the kernel takes float32 state (a float64 run included)
+
+
+def _relax_update_scale(c: RelaxCall) -> str:
+    a, f32 = c.attrs, c.low.dt("float32")
+    hint = c.low.name_of(c.node.id)
+    scale = c.arg(0, "float32")
+    grown = c.low.emit(f"R.op.multiply({scale}, R.const({float(a['growth_factor'])!r}, {f32}))", f"{hint}_grown")
+    kept = c.low.emit(f"R.op.where(R.op.isfinite({grown}), {grown}, {scale})", f"{hint}_kept")
+    due = c.low.emit(f"R.op.equal(R.op.add({c.arg(1, 'int32')}, R.const(1, {c.low.dt('int32')})), "
+                     f"R.const({int(a['growth_interval'])}, {c.low.dt('int32')}))", f"{hint}_due")
+    calm = c.low.emit(f"R.op.where({due}, {kept}, {scale})", f"{hint}_calm")
+    return (f"R.op.where(R.op.not_equal({c.arg(2, 'float32')}, R.const(0.0, {f32})), "
+            f"R.op.multiply({scale}, R.const({float(a['backoff_factor'])!r}, {f32})), {calm})")
+
+
+def _update_scale_interval(ivs: list[Any], infos: list[Any], attrs: dict[str, Any], out: ValueInfo) -> iv.Interval:
+    lo, hi = ivs[0]
+    return (min(lo * attrs["backoff_factor"], lo), max(hi * attrs["growth_factor"], hi))
+
+
 _P = example_input("p", [3, 4], role="param", init={"dist": "normal", "mean": 1.0, "std": 0.1, "seed": 1})
 _G = example_input("g", [3, 4], role="param", init={"dist": "normal", "std": 0.1, "seed": 2})
 _M = example_input("m", [3, 4], role="param", init={"dist": "normal", "std": 0.05, "seed": 3})
@@ -285,5 +341,14 @@ OPS: list[OpSpec] = [
     OpSpec("amp_found_inf", "optim", ("grad",), {}, _infer_found_inf, amp_found_inf, _torch_found_inf,
            _relax_found_inf, lambda ivs, infos, attrs, out: (0.0, 1.0),
            Example((example_input("g", [3, 4]),), ("g",)),
+           relax_dtype=lambda c: "float32"),
+    OpSpec("amp_update_scale", "optim", ("scale", "growth_tracker", "found_inf"),
+           {"growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 2000}, _infer_update_scale,
+           amp_update_scale, _torch_update_scale, _relax_update_scale, _update_scale_interval,
+           Example((example_input("scale", [1], init={"dist": "constant", "value": 65536.0}, dtype="float32"),
+                    example_input("tracker", [1], init={"dist": "constant", "value": 1999}, dtype="int32"),
+                    example_input("found", [1], init={"dist": "constant", "value": 0.0}, dtype="float32")),
+                   ("scale", "tracker", "found")),
+           attr_types={"growth_factor": LR, "backoff_factor": UNIT, "growth_interval": STEP},
            relax_dtype=lambda c: "float32"),
 ]
