@@ -86,6 +86,16 @@ def autograd(graph: Graph, values: Values) -> list[np.ndarray]:
     """Gradients of graph.outputs[0] with respect to graph.wrt, by PyTorch autograd on the CPU (float64 arrays)."""
     import torch
 
+    outs, leaves = _run_with_leaves(graph, values)
+    loss = outs[0]
+    if not loss.requires_grad:
+        return [np.zeros(leaf.shape) for leaf in leaves]
+    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return [np.zeros(leaf.shape) if g is None else g.detach().to(torch.float64).numpy() for g, leaf in zip(grads, leaves)]
+
+
+def _run_with_leaves(graph: Graph, values: Values) -> tuple[Any, list[Any]]:
+    """(outputs, leaves): `graph` run by PyTorch on the CPU with every input it takes gradients of as a leaf."""
     from .executors.torch_exec import TorchExecutor
 
     ex = TorchExecutor()
@@ -96,11 +106,7 @@ def autograd(graph: Graph, values: Values) -> list[np.ndarray]:
         if inp.grad:
             args[k] = args[k].detach().requires_grad_(True)
             leaves.append(args[k])
-    loss = fn(*args)[0]
-    if not loss.requires_grad:
-        return [np.zeros(leaf.shape) for leaf in leaves]
-    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
-    return [np.zeros(leaf.shape) if g is None else g.detach().to(torch.float64).numpy() for g, leaf in zip(grads, leaves)]
+    return fn(*args), leaves
 
 
 def reference(graph: Graph, values: Values) -> tuple[list[np.ndarray], list[list[np.ndarray]], list[float]]:
@@ -195,24 +201,13 @@ def term_magnitudes(graph: Graph, values: Values, seed: int = 0) -> list[float]:
     under test: float64 autograd on the CPU, as the reference."""
     import torch
 
-    from .executors.torch_exec import TorchExecutor
-
     upstream = intermediate_grads(graph, values)
     if not upstream:
         return [0.0] * len(graph.wrt)
     exact = program(graph, "float64", rounded=False)
     names = tuple(upstream)
-    wide = Graph(exact.inputs, exact.nodes, names)
-    ex = TorchExecutor()
-    fn = ex.prepare(wide)
-    args: list[Any] = [ex.make_input(inp, values[inp.name]) for inp in wide.inputs]
-    leaves = []
-    for k, inp in enumerate(wide.inputs):
-        if inp.grad:
-            args[k] = args[k].detach().requires_grad_(True)
-            leaves.append(args[k])
+    outs, leaves = _run_with_leaves(Graph(exact.inputs, exact.nodes, names), values)
     rng = np.random.default_rng(seed)
-    outs = fn(*args)
     total = sum((out * torch.as_tensor(np.abs(upstream[n]) * rng.choice((-1.0, 1.0), size=np.shape(upstream[n])),
                                        dtype=torch.float64)).sum()
                 for n, out in zip(names, outs) if out.requires_grad)
@@ -226,20 +221,11 @@ def intermediate_grads(graph: Graph, values: Values) -> dict[str, np.ndarray]:
     """The exact gradient of the loss with respect to every float node's value (what each op's backward receives)."""
     import torch
 
-    from .executors.torch_exec import TorchExecutor
-
     typed = infer(graph)
     exact = program(graph, "float64", rounded=False)
     inner = tuple(n.id for n in exact.nodes if n.id in typed.values  # (not the ones with_weights adds)
                   and is_float(typed.values[n.id].dtype) and typed.values[n.id].kind != "scalar")
-    wide = Graph(exact.inputs, exact.nodes, (exact.outputs[0],) + inner)
-    ex = TorchExecutor()
-    fn = ex.prepare(wide)
-    args: list[Any] = [ex.make_input(inp, values[inp.name]) for inp in wide.inputs]
-    for k, inp in enumerate(wide.inputs):
-        if inp.grad:
-            args[k] = args[k].detach().requires_grad_(True)
-    outs = fn(*args)
+    outs, _ = _run_with_leaves(Graph(exact.inputs, exact.nodes, (exact.outputs[0],) + inner), values)
     live = [(name, t) for name, t in zip(inner, outs[1:]) if t.requires_grad]
     if not outs[0].requires_grad or not live:
         return {}
