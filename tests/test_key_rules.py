@@ -40,6 +40,8 @@ EXAMPLES: dict[str, tuple[Finding, bool | None, Finding]] = {
         Finding("coverage", "tvm/default", ["group_norm"], ["bfloat16"], "unsupported", "m", kind="unsupported")),
     "xla-one-pass-variance": (_bound("xla/native", "instance_norm", "float32->float32"), None,
                               _bound("xla/native", "layer_norm", "float16->float16")),
+    "tvm-one-pass-variance": (_bound("tvm/default", "group_norm", "float32,float32,float32->float32"), None,
+                              _bound("tvm/default", "instance_norm", "float16,float16,float16->float16")),
 }
 
 

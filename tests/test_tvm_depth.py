@@ -474,3 +474,24 @@ def test_regression_a_boolean_mask_computed_in_the_graph_finds_its_fully_masked_
     observed = {"keep4": np.array([[[[1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]]]), "attn": np.zeros((1, 1, 2, 4))}
     rows = fully_masked_rows(graph, "attn", {}, observed)
     assert rows is not None and rows.tolist() == [[[False, True]]]
+
+
+def test_relax_group_and_instance_norm_take_the_variance_in_one_pass_in_float32_too() -> None:
+    """The tag relax-one-pass-variance is TVM's fact (triage25 b4377ff1d6, b37ea4b019, ba0d982096): on rows offset by
+    1000 its float32 group_norm and instance_norm are off by tenths or NaN (E[x^2] - E[x]^2 cancels, or goes negative), its layer_norm is not."""
+    import numpy as np
+
+    from fuzzer.interpret import evaluate
+    from fuzzer.ops import OPS, tagged
+
+    assert tagged(OPS, "relax-one-pass-variance") == {"group_norm", "instance_norm"}
+    tvm = create("tvm/default")
+    x = 1000.0 + np.array([0.0, 0.0, 0.0625, 0.0, 0.03125, 0.0]).reshape(1, 2, 3)
+    for op, attrs, want_off in (("group_norm", {"num_groups": 1, "eps": 1e-5}, True),
+                                ("instance_norm", {"eps": 1e-5}, True),
+                                ("layer_norm", {"normalized_shape": [3], "eps": 1e-5}, False)):
+        case = Case(Graph((Input("x", (1, 2, 3), "float32"),), (Node("n", op, ("x",), attrs),), ("n",)))
+        (outcome,) = tvm.run_case(case.graph, [{"x": x}])
+        exact = evaluate(case.graph, {"x": x}, rounded=False)["n"]
+        off = float(np.max(np.nan_to_num(np.abs(np.asarray(outcome.outputs[0], np.float64) - exact), nan=np.inf)))
+        assert (off > 0.1) == want_off and (want_off or off < 1e-2), (op, off)
