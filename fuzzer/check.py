@@ -296,7 +296,8 @@ class Checker:
                 run = self._runner(ctx, s.name) if self.localize_faults else None
                 found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,
                                         mine or None, notes, any(f.executor == s.name and f.kind == Kind.BACKEND_BUG
-                                                                 for f in forward))
+                                                                 for f in forward),
+                                        self._runner(ctx, self.semantic) if run is not None and self.semantic else None)
             out += found
         return out
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from oracles.bounds import allowed_ulps
 from oracles.error_bounds import MARGIN
+from oracles.localize import EAGER_PAR
 from oracles.findings import Finding
 from oracles.nodes import rounded_inputs
 from oracles.vocabulary import ErrorClass
@@ -148,22 +149,29 @@ def _verdict(executor: str, name: str, control: bool, ident: dict[str, str], mar
     while the gradient's dtype is not `expected_dtype`, PyTorch's (triage22 b94a8c15e3: its script judged only the
     error and exited 0)."""
     out = ["finite = np.isfinite(want)",
-           "bad_nonfinite = int(np.count_nonzero(finite & ~np.isfinite(got)))",
-           "ok = finite & np.isfinite(got)",
            "scale = np.maximum(np.maximum(np.abs(want), np.sqrt(np.mean(want[finite] ** 2)) if finite.any() else 0.0), "
            "ALLOWED[4])",
-           "ulps = (np.abs(got - want) / np.exp2(np.maximum(np.floor(np.log2(np.where(scale > 0, scale, 1e-300))), "
+           "def judged(g):  # (ratio to the allowed error, non-finite where exact is finite)",
+           "    ok = finite & np.isfinite(g)",
+           "    ulps = (np.abs(g - want) / np.exp2(np.maximum(np.floor(np.log2(np.where(scale > 0, scale, 1e-300))), "
            "ALLOWED[3]) - ALLOWED[2]))[ok]",
-           "ratio = max(ulps.max() / ALLOWED[0], np.sqrt(np.mean(ulps ** 2)) / ALLOWED[1]) if ulps.size else 0.0",
+           "    return (max(ulps.max() / ALLOWED[0], np.sqrt(np.mean(ulps ** 2)) / ALLOWED[1]) if ulps.size else 0.0,",
+           "            int(np.count_nonzero(finite & ~np.isfinite(g))))",
+           "ratio, bad_nonfinite = judged(got)",
            f"print(f'gradient of {ident.get(name, name)} ({{dtype}}) on {executor}: max error "
-           "{np.max(np.abs(got - want)[ok], initial=0.0):.4g} ({ratio:.3g}x the allowed error), non-finite where "
-           "exact is finite: {bad_nonfinite}')"]
-    if control:
-        out.append("print(f'PyTorch eager on the CPU, same program: max error "
-                   "{float(np.max(np.abs(control - want)[finite], initial=0.0)):.4g}')")
+           "{np.max(np.abs(got - want)[finite & np.isfinite(got)], initial=0.0):.4g} ({ratio:.3g}x the allowed error), "
+           "non-finite where exact is finite: {bad_nonfinite}')"]
+    if control:  # a backend as far off as PyTorch eager on the same program is not at fault (triage25 bd18a077ac)
+        out += ["eager_ratio, eager_nonfinite = judged(control)",
+                "print(f'PyTorch eager on the CPU, same program: max error "
+                "{float(np.max(np.abs(control - want)[finite & np.isfinite(control)], initial=0.0)):.4g} "
+                "({eager_ratio:.3g}x), non-finite: {eager_nonfinite}')"]
     if expected_dtype is not None:
         out += [f"print(f'gradient of {ident.get(name, name)} has dtype {{dtype}} on {executor}; PyTorch eager gives "
                 f"{expected_dtype}')", f"bug = dtype != {expected_dtype!r}"]
+    elif control:
+        out.append(f"bug = (bad_nonfinite > 0 and not eager_nonfinite) or (ratio >= {margin!r} and ratio > "
+                   f"{EAGER_PAR!r} * eager_ratio)")
     else:
         out.append(f"bug = bad_nonfinite > 0 or ratio >= {margin!r}")
     out += ["print('BUG REPRODUCED' if bug else 'not reproduced (fixed?)')",

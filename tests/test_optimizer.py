@@ -194,6 +194,7 @@ def test_fp16_gradients_underflowing_without_loss_scaling_are_a_hazard_the_named
     assert hazards[0].details["scale"] == 32768.0 and hazards[0].details["with_scale"] < 0.01
     assert hazards[0].details["checked_on"] == "torch/eager"  # the scale given back on eager itself, not only ideally
     assert "GradScaler(init_scale=32768)" in hazards[0].message
+    assert "float32 master weights" in hazards[0].message  # triage25: GradScaler refuses to unscale fp16 gradients
     assert title(hazards[0]).startswith("Training hazard: float16 mul backward: the gradient of x underflows")
     assert not [f for f in result.findings if f.kind == "backend-bug"], result.findings
 
@@ -358,3 +359,18 @@ def test_torch_xla_growing_the_loss_scale_past_float32_is_its_bug() -> None:
     bugs = [f for f in result.findings if f.kind == "backend-bug"]
     assert [(f.executor, f.ops, f.error_class) for f in bugs] == [("xla/native", ["amp_update_scale"], "nonfinite")]
     assert "amp_update_scale returns inf/nan" in title(bugs[0])
+
+
+def test_regression_a_gradient_no_scale_brings_into_float16_range_is_no_hazard() -> None:
+    """triage25 b46e9d491f (and bc4c631c89): the gradient of a float16 input is sigma = 1e-38 (a float32 subnormal),
+    filed as "100% lost, keep the backward in float32"; a float16 gradient cannot hold it with any scale up to 65536,
+    and an update that small is lost to any optimizer. Such a gradient is no hazard (out_of_reach)."""
+    from pathlib import Path
+
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "fp16-gradient-out-of-reach-b46e9d491f-triage25.json")
+    with ExecutorPool(["torch/eager", "torch/autocast"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "torch/autocast"])
+    assert not [f for f in result.findings if f.error_class == "grad-underflow"], [f.message for f in result.findings]

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 
 from oracles.error_bounds import node_signature
-from oracles.findings import Finding
+from oracles.findings import Finding, backend_of
 from oracles.vocabulary import ErrorClass, Oracle
 
 from ..analysis import promoted_breaks
@@ -92,7 +92,11 @@ class Target:
         """True when a check must run PyTorch eager (the semantic oracle) for this target's finding to show."""
         # a node of another shape than PyTorch's is also found where eager saw a later node raise or change dtype
         # (localize.status and localize.dtype): its finding needs eager (triage12 bf3bf1182a was never minimized)
-        return self.oracle not in EAGER_FREE_ORACLES or self.error_class == "shape" or self.against == "eager"
+        # a gradient out of bound is a backend's bug only where eager's on the same program is not as far off
+        # (triage25 bd18a077ac, b32559a80d: minimized without eager into PyTorch's own bf16 div gradient, bit-equal)
+        gradient = self.error_class in (ErrorClass.GRAD_BOUND, ErrorClass.GRAD_NONFINITE)
+        return (self.oracle not in EAGER_FREE_ORACLES or self.error_class == "shape" or self.against == "eager"
+                or (gradient and backend_of(self.executor) != "torch"))
 
     def node_shown(self, numeric: Graph) -> bool:
         """For a localized error-bound target: some node of `numeric` (the executor's numeric graph) has the
