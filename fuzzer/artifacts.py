@@ -21,6 +21,7 @@ from .export import render_script
 from .ir import Case, case_options, save_case
 from .outfiles import replace_file
 from .repro import render as render_short
+from .repro import training_only
 
 REPRO, REPRO_FULL, REPORT, CASE = "repro.py", "repro_full.py", "report.md", "case.json"
 
@@ -66,12 +67,12 @@ def render_finding(case: Case, finding: Finding, describe: dict[str, Any], comma
     names = list(executors) or [finding.executor]
     out.title = report_draft.title(finding, names, describe, variant)
     set_index = finding.input_set if finding.input_set < len(case.input_sets) else 0
-    if short:
+    if short or training_only(case, finding, executor):
         try:
             out.repro = render_short(case, finding, executor, out.title, set_index)
         except Exception as exc:  # noqa: BLE001 - a failing export must not lose the finding
             out.errors.append(f"repro.py: {type(exc).__name__}: {exc}")
-    if full and finding.details.get("grad") is None:  # the full oracle judges outputs; a gradient's script is the short one
+    if full and not training_only(case, finding, executor):  # the full oracle judges a forward: these show in the short one
         try:
             parts = replace(executor.repro_parts(case.graph), describe=describe)
             out.repro_full = render_script(case, parts, command, set_index, out.title)

@@ -233,6 +233,15 @@ def _head(title: str, executor: Executor, case: Case, set_index: int, body: list
             "os._exit(2))  # a crash exits 2, not 1", *[f"# {comment(line)}" for line in about]]
 
 
+def training_only(case: Case, finding: Finding, executor: Executor) -> bool:
+    """True where only the short script shows the finding: a gradient's (the full oracle judges outputs), and a
+    training flow raising on a training case (the full oracle compiles the forward alone and exits 0: triage25
+    sample #10, #18, #19, #24, tvm/train's Gradient raising)."""
+    return finding.details.get("grad") is not None or (
+        bool(case.graph.wrt) and isinstance(executor, TVMTrainExecutor)
+        and finding.oracle in (Oracle.STATUS_DIVERGENCE, Oracle.COVERAGE))
+
+
 def render(case: Case, finding: Finding, executor: Executor, title: str, set_index: int = 0,
            ev: Evidence | None = None) -> str:
     """The short script for a finding on its (minimized) case."""

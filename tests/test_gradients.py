@@ -590,3 +590,22 @@ def test_regression_a_gradient_eager_gets_as_wrong_is_not_the_backends_in_the_mi
     out = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PJRT_DEVICE": "CPU"})
     assert out.returncode == 0 and "not reproduced" in out.stdout, out.stdout + out.stderr
+
+
+def test_regression_a_training_flow_raise_found_by_a_campaign_gets_the_script_that_runs_gradient(
+        tmp_path: Path) -> None:
+    """triage25 sample #10, #18, #19, #24: a campaign's tvm/train coverage or status finding on a training case got
+    only the full-oracle script, which compiles the forward and exits 0 while Gradient still raises; it now gets the
+    short script (DecomposeOpsForTraining, Gradient, build, run) and no forward-only one."""
+    import subprocess
+    import sys
+
+    from fuzzer.artifacts import write_finding
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-train-no-gather-elements-gradient-sample25.json")
+    finding = Finding("coverage", "tvm/train", ["gather"], ["float16"], "unsupported",
+                      "tvm/train cannot run this graph: no gradient for relax.gather_elements", kind="unsupported")
+    art = write_finding(tmp_path, case, finding, {}, "precfuzz run", short=False)
+    assert art.repro is not None and art.repro_full is None, art.errors
+    out = subprocess.run([sys.executable, "-I", str(art.repro)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "BUG REPRODUCED" in out.stdout, out.stdout + out.stderr[-2000:]

@@ -509,7 +509,7 @@ class Campaign:
         hazard = finding.kind == Kind.MODEL_HAZARD
         art = write_finding(folder, case, finding, self.describe(finding.executor, pool),
                             f"{self.cfg.command or 'precfuzz run'}  # finding {finding.short_id}",
-                            short=hazard or finding.details.get("grad") is not None)  # a gradient's script is the short one
+                            short=hazard)  # (a gradient's or a training flow's raise: the short one only, always)
         rel = lambda p: str(Path(p).relative_to(self.store.root)) if p else None  # noqa: E731
         rec = {
             "signature": finding.signature, "oracle": finding.oracle, "kind": finding.kind, "executor": finding.executor,
