@@ -17,7 +17,7 @@ import numpy as np
 
 from fuzzer.dtypes import LOW_PRECISION
 from fuzzer.interpret import evaluate
-from fuzzer.ir import Graph, infer
+from fuzzer.ir import Graph, Node, infer
 from fuzzer.ops import OPS, is_cast
 
 from .findings import Finding
@@ -177,6 +177,19 @@ def consumer_op(graph: Graph, value: str) -> str:
         seen = reader.id
 
 
+def reader(graph: Graph, value: str) -> Node | None:
+    """The first node computing with `value`, past the casts and layout ops that carry it: the op that must read it in
+    float32 for a float32 `value` to help (triage25 sample #2, #7, #9: "compute conv1 in float32 and cast after it"
+    rounds again before group_norm1, and loses as much; the loss given back was measured with the reader reading the
+    float32 value, its own result rounded once)."""
+    seen = value
+    while True:
+        node = next((n for n in graph.nodes if seen in n.inputs), None)
+        if node is None or not _passes(node.op):
+            return node
+        seen = node.id
+
+
 def _passes(op: str) -> bool:
     """Casts and layout/index ops: they carry a rounding made before them."""
     return is_cast(op) or getattr(OPS.get(op), "family", "") in MOVES
@@ -189,9 +202,12 @@ def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input
     start_op = consumer_op(graph, start)
     inputs = {i.name for i in graph.inputs}
     what = f"input `{lost.culprit}`" if lost.culprit_is_input else f"`{lost.culprit}` ({op})"
+    after = reader(graph, lost.culprit)
     fix = (f"pass `{lost.culprit}` as float32" if lost.culprit_is_input
            else f"compute `{lost.culprit}` ({op}) and the {lost.dtype} values it is made from in float32, and cast to "
-                f"{lost.dtype} after it")
+                f"{lost.dtype} after it" if after is None
+           else f"compute `{lost.culprit}` ({op}), the {lost.dtype} values it is made from and `{after.id}` "
+                f"({after.op}), which reads it, in float32, and cast to {lost.dtype} after `{after.id}`")
     if lost.origin:  # the loss starts upstream: name that value, and the fix keeps both
         carrier = lost.start or lost.culprit  # where the culprit's rounding is made (past layout ops)
         what = f"input `{carrier}`" if carrier in inputs else f"`{carrier}` ({consumer_op(graph, carrier)})"

@@ -1185,3 +1185,18 @@ def test_a_producer_wrong_only_where_it_feeds_its_consumer_is_named_not_the_cons
     exact_run = lambda sub, vals: Outcome("ok", [np.asarray(evaluate(sub, vals, rounded=False)[sub.outputs[0]])],  # noqa: E731
                                           ["float32"])
     assert fused_producer(s, "s", values, observed, exact_run) is None
+
+
+def test_regression_a_precision_hazards_fix_keeps_the_value_in_float32_into_the_op_that_reads_it() -> None:
+    """triage25 sample #2 (and #7, #9): "compute `conv1` in float32 and cast to float16 after it" rounds it again
+    before group_norm1 and loses as much (1.00); the loss given back (0.00875) was measured with group_norm1 reading
+    the float32 value. The fix names the reader and casts after it."""
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "precision-hazard-fix-names-the-reader-sample25.json")
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager"])
+    (hazard,) = [f for f in result.findings if f.error_class == "precision"]
+    assert "`group_norm1` (group_norm), which reads it, in float32, and cast to float16 after `group_norm1`" in \
+        hazard.message, hazard.message
