@@ -68,7 +68,9 @@ def error_family(finding: Finding) -> str:
     if finding.details.get("grad") is not None:
         plain = replace(finding, details={k: v for k, v in finding.details.items() if k != "grad"},
                         error_class=finding.error_class.removeprefix("grad-").replace(ErrorClass.BACKWARD_RAISES, "raises"))
-        return "backward-" + error_family(plain)
+        # an op whose forward alone is off already (its gradient only carries it) is the forward's cause (triage25
+        # b5e4011b9a: torch_xla's float32 layer_norm variance, seen through the gradient of gamma)
+        return ("" if finding.details.get("forward_wrong") else "backward-") + error_family(plain)
     if finding.oracle in (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION):
         if finding.error_class in (CAST_SEMANTICS, "shape", "masked-rows"):
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
@@ -330,7 +332,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                                  else "differs"),
                 ErrorClass.BACKWARD_RAISES: f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
-        return f"[{backend}] {dc} {op} backward: the gradient of {grad} {what}{scope}{where}"
+        part = "forward (off alone, seen through its backward)" if finding.details.get("forward_wrong") else "backward"
+        return f"[{backend}] {dc} {op} {part}: the gradient of {grad} {what}{scope}{where}"
     if finding.kind == Kind.MODEL_HAZARD and finding.error_class in GRADIENT_HAZARDS:
         d = finding.details
         how = {"subnormal": "is lost to subnormal activations a kernel reads as 0",

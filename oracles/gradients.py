@@ -169,7 +169,8 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
     said = (f"{ops[0]} backward ({node}): the gradient of its operand {operand} {alone} alone, fed exact operands and "
             f"upstream gradient{' (its forward alone is off too)' if forward_wrong else ''}; {msg}")
     return [replace(finding, ops=ops, dtypes=dtypes, node=node, message=said,
-                    details={**finding.details, "located": True, "operand": operand})]
+                    details={**finding.details, "located": True, "operand": operand,
+                             **({"forward_wrong": True} if forward_wrong else {})})]
 
 
 def single_op_case(graph: Graph, node_id: str) -> Graph:

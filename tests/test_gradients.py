@@ -609,3 +609,15 @@ def test_regression_a_training_flow_raise_found_by_a_campaign_gets_the_script_th
     assert art.repro is not None and art.repro_full is None, art.errors
     out = subprocess.run([sys.executable, "-I", str(art.repro)], capture_output=True, text=True, timeout=300)
     assert out.returncode == 1 and "BUG REPRODUCED" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_a_gradient_finding_whose_op_is_off_in_its_forward_alone_is_keyed_and_titled_as_the_forward() -> None:
+    """An op whose forward alone is off (its gradient only carries it) is the forward's cause: the key's class is the
+    forward's (one record with its forward finding) and the title says forward (triage25 b5e4011b9a's class)."""
+    from oracles.bugs import error_family, title
+
+    base = Finding("error-bound", "xla/native", ["layer_norm"], ["float32,float32,float32->float32"], "grad-bound",
+                   "m", ratio=4e3, details={"grad": "gamma", "located": True})
+    carried = replace(base, details={**base.details, "forward_wrong": True})
+    assert (error_family(base), error_family(carried)) == ("backward-accuracy", "accuracy")
+    assert "layer_norm backward:" in title(base) and "layer_norm forward (off alone" in title(carried)
