@@ -255,3 +255,20 @@ def test_regression_a_hazard_findings_script_shows_the_hazard_in_eager(tmp_path:
     assert hazard["repro"].endswith("/repro.py") and (tmp_path / hazard["repro"]).with_name("repro_full.py").exists()
     status, tail = run_script(tmp_path / hazard["repro"])
     assert status == 1 and "relative RMS error" in tail, tail
+
+
+def test_the_campaign_package_has_no_import_circle() -> None:
+    """Issue 34: the minimizer lane depends on an interface (MinimizerHost), not on the campaign's runner; no module
+    of fuzzer/campaign imports one that imports it back, at module level or inside a function."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fuzzer" / "campaign"
+    edges = {f.stem: {n.module.split(".")[0] for n in ast.walk(ast.parse(f.read_text()))
+                      if isinstance(n, ast.ImportFrom) and n.level == 1 and n.module}
+             for f in root.glob("*.py")}
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        return any(d == goal or (d not in seen and reaches(d, goal, seen | {d})) for d in edges.get(start, ()))
+
+    assert not [m for m in edges if reaches(m, m, {m})]

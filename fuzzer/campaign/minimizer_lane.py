@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,19 +27,56 @@ from ..ir import Case, IRError, case_options, input_values, load_case
 from ..isolation import ExecutorPool
 from ..minimize import Target, minimize, recheck
 from ..outfiles import not_regular
-from .bug_book import KIND_ORDER, Bug
-
-if TYPE_CHECKING:
-    from .runner import Campaign
+from .bug_book import KIND_ORDER, Bug, BugBook
+from .finding_book import FindingBook
+from .store import CampaignStore
 
 INTERNAL_ERRORS = "internal-errors.jsonl"  # cases precfuzz itself failed on (its own bugs), one record each
 ORIGINAL = "original.json"  # findings/<id>/original.json: a finding's case as generated
 
 
+class MinimizerConfig(Protocol):
+    """The campaign settings the minimizer lane reads."""
+
+    minimize: bool
+    time_s: float | None
+    minimize_budget_s: float
+    timeout_s: float
+    command: str
+    verify_repros: bool
+    executors: list[str]
+    max_calls_per_worker: int
+
+
+class MinimizerHost(Protocol):
+    """What the minimizer lane uses of its campaign, and nothing more (issue 34: the lane depends on this interface,
+    not on fuzzer.campaign.runner.Campaign, which provides it; no import between the two)."""
+
+    cfg: MinimizerConfig
+    book: BugBook
+    findings: FindingBook
+    store: CampaignStore
+    lock: threading.RLock
+    stop: threading.Event
+    t_start: float
+    dirty: bool
+    internal_errors: int
+    progress: Any  # .warn(text)
+    lanes: Any  # .minimizer_env() -> the environment of the lane's workers
+
+    def flush(self, force: bool = False) -> None: ...
+
+    def elapsed(self) -> float: ...
+
+    def damaged(self, what: str, path: Path | str | None, problem: str, action: str) -> None: ...
+
+    def describe(self, executor: str, pool: Any) -> dict[str, Any]: ...
+
+
 class MinimizerLane:
     """Minimizes a campaign's new bugs one at a time, beside the fuzzing lanes, with a pool of its own."""
 
-    def __init__(self, host: "Campaign") -> None:
+    def __init__(self, host: MinimizerHost) -> None:
         self.c = host
         self.queue: queue.PriorityQueue[tuple[int, int, str]] = queue.PriorityQueue()  # (kind, order, bug id)
         self.queued = 0
