@@ -380,17 +380,18 @@ def test_regression_fuzzing_goes_on_once_the_minimizer_is_done_with_the_end_of_t
     import time as clock
 
     from fuzzer.campaign.bug_book import Bug
+    from fuzzer.campaign.runner import Claimed, NoClaim
 
     camp = Campaign(config(tmp_path / "camp", generate=twin_stream, max_tests=None, time_s=60.0, minimize=True), Warnings())
     try:
         camp.t_start = clock.monotonic() - 50.0  # 10 s left: less than one bug's assumed 30 s of minimizing
         camp.book.bugs["b1"] = Bug("b1", "k1", "", "backend-bug", "debug", ["mul"], "accuracy", "s")
-        assert camp._next_item() == "idle"
+        assert camp._next_item() is NoClaim.IDLE
         camp.book.bugs["b1"].extra["minimize_tried"] = True  # the minimizer is done with it
-        kind, item, case, reserved, _ = camp._next_item()
-        assert (kind, item, reserved) == ("index", 0, 1)
+        claim = camp._next_item()
+        assert isinstance(claim, Claimed) and (claim.kind, claim.item, claim.tests) == ("index", 0, 1)
         camp.t_start = clock.monotonic() - 61.0
-        assert camp._next_item() is None  # the run's time is up: the lanes end
+        assert camp._next_item() is NoClaim.DONE  # the run's time is up: the lanes end
     finally:
         camp.lanes.close()
         camp.store.unlock()

@@ -24,6 +24,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -132,6 +133,32 @@ def _base_families() -> dict[str, float]:
     from generators.graphs import FAMILIES
 
     return {name: float(weight) for name, (weight, _) in FAMILIES.items()}
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A case a lane claimed, its tests reserved: a seed file or a generated index, and the executors to run it on
+    (None: all of them)."""
+
+    kind: str  # "seed" | "index"
+    item: Any  # the seed file's path, or the case index
+    case: Case
+    tests: int
+    executors: list[str] | None
+
+
+class NoClaim(Enum):
+    """Why a lane got no case: wait for earlier blocks' plans, idle while the minimizer has the end of the run, or
+    done (the run's budget is spent)."""
+
+    WAIT = "wait"
+    IDLE = "idle"
+    DONE = "done"
+
+
+def astuple_shallow(claim: Claimed) -> tuple[str, Any, Case, int, list[str] | None]:
+    """The claim's fields in order (dataclasses.astuple would deep-copy the case)."""
+    return claim.kind, claim.item, claim.case, claim.tests, claim.executors
 
 
 class Campaign:
@@ -291,18 +318,18 @@ class Campaign:
             return "max-tests"
         return None
 
-    def _next_item(self) -> tuple[str, Any, Case, int, list[str] | None] | None | str:
+    def _next_item(self) -> Claimed | NoClaim:
         """Claim the next case (seed files first, then unfinished indices, then new ones) and reserve its tests.
 
         Cases are made under the lock, in order, so a --max-tests bound selects the same cases every run. With
-        the adaptive schedule the case's family and executors come from its block's plan; "wait" when that plan
-        waits for earlier blocks to finish; "idle" while the end of the run is left to the minimizer (fuzzing goes
-        on once its backlog is done, if time is left). The executors are None where every executor runs the case.
+        the adaptive schedule the case's family and executors come from its block's plan; WAIT when that plan
+        waits for earlier blocks to finish; IDLE while the end of the run is left to the minimizer (fuzzing goes
+        on once its backlog is done, if time is left); DONE when the run's budget is spent.
         """
         with self.lock:
             reason = self._budget_left()
             if reason:
-                return "idle" if reason == MINIMIZING else None
+                return NoClaim.IDLE if reason == MINIMIZING else NoClaim.DONE
             executors: list[str] | None = None
             kind, item = self.work.peek()
             if kind == "seed":
@@ -311,7 +338,7 @@ class Campaign:
                 if self.schedule.adaptive:
                     plan = self.schedule.plan_of(item)
                     if plan is None:
-                        return "wait"
+                        return NoClaim.WAIT
                     family = plan.assignments[item % self.schedule.block].family
                     case = self.generate(self.cfg.seed, item, [family]) if self.steer and family else \
                         self.generate(self.cfg.seed, item)
@@ -321,10 +348,10 @@ class Campaign:
             tests = len(self.cfg.executors if executors is None else executors) * len(case.input_sets)
             if self.cfg.max_tests is not None and self.state.tests + self.work.reserved + tests > self.cfg.max_tests:
                 self.stop_reason = "max-tests"
-                return None
+                return NoClaim.DONE
             self.work.take(kind, item, tests)
             self.dirty = True
-            return (kind, item, case, tests, executors)
+            return Claimed(kind, item, case, tests, executors)
 
     def _requeue(self, kind: str, item: Any, reserved: int) -> None:
         """Put a claimed case back (its lane was lost before it finished): the next claim takes it again."""
@@ -332,7 +359,7 @@ class Campaign:
             self.work.put_back(kind, item, reserved)
             self.dirty = True
 
-    def _items(self, lane: int = 0) -> Iterator[tuple[str, Any, Case, int, list[str] | None]]:
+    def _items(self, lane: int = 0) -> Iterator[Claimed]:
         """Cases for one lane. Local lanes after the first yield their core to the minimizer while backend bugs
         wait for it: a new bug is worth more than more cases that mostly find known ones. (Ray lanes do not:
         the minimizer runs on the driver's machine, not on theirs.)"""
@@ -341,16 +368,15 @@ class Campaign:
             while (local and lane > 0 and self.cfg.minimize and self.minimizer.backlog() and not self.stop.is_set()
                    and self._budget_left() is None):
                 time.sleep(0.5)
-            item = self._next_item()
-            if item == "wait":  # the case's block is planned from earlier blocks still running on other lanes
+            claim = self._next_item()
+            if claim is NoClaim.WAIT:  # the case's block is planned from earlier blocks still running on other lanes
                 time.sleep(0.05)
-                continue
-            if item == "idle":  # the minimizer has the rest of the run for the bugs found; it may finish early
+            elif claim is NoClaim.IDLE:  # the minimizer has the rest of the run for the bugs found; it may finish early
                 time.sleep(1.0)
-                continue
-            if item is None:
+            elif claim is NoClaim.DONE:
                 return
-            yield item
+            else:
+                yield claim
 
     # ------------------------------------------------------------ lanes
 
@@ -358,7 +384,7 @@ class Campaign:
         runner = self.lanes.open(lane)
         journal = self.store.journal()  # a case's rows are written here before its tests are counted
         try:
-            for kind, item, case, reserved, executors in self._items(lane):
+            for kind, item, case, reserved, executors in map(astuple_shallow, self._items(lane)):
                 label = f"seed:{item.name}" if kind == "seed" else str(item)
                 try:
                     result = runner.check(case, executors)
