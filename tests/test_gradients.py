@@ -621,3 +621,21 @@ def test_a_gradient_finding_whose_op_is_off_in_its_forward_alone_is_keyed_and_ti
     carried = replace(base, details={**base.details, "forward_wrong": True})
     assert (error_family(base), error_family(carried)) == ("backward-accuracy", "accuracy")
     assert "layer_norm backward:" in title(base) and "layer_norm forward (off alone" in title(carried)
+
+
+def test_regression_a_norms_forward_hidden_by_a_zero_weight_is_named_as_the_forward() -> None:
+    """triage25 b5e4011b9a: torch_xla's float32 layer_norm (one-pass variance) is 0.27 off in its normalized values,
+    but gamma = 0 hid it in the forward; the gradient of gamma (sum of upstream * x_hat) showed it and the record
+    named layer_norm's backward. The locator also runs the op's forward with its weight all ones: the finding names
+    the forward and joins torch_xla's one-pass-variance record."""
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+    from oracles.bugs import bug_key, title
+
+    case = load_case(Path(__file__).parent / "fixtures"
+                     / "xla-layer-norm-variance-hidden-by-zero-gamma-b5e4011b9a-triage25.json")
+    with ExecutorPool(["torch/eager", "xla/native"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/native"])
+    (grad,) = [f for f in result.findings if f.details.get("grad") == "gamma"]
+    assert grad.details.get("forward_wrong") and "layer_norm forward" in title(grad)
+    assert bug_key(grad) == "backend-bug|torch_xla|batch-norm-training|accuracy|*|*"
