@@ -532,10 +532,20 @@ def _literal_ok(value: float | int) -> bool:
 
 
 def redeclare(graph: Graph, wide: tuple[str, ...], dtype: str) -> Graph:
-    """The graph with every tensor input, cast and constant of a `wide` dtype declared as `dtype` instead."""
+    """The graph with every tensor input, cast and constant of a `wide` dtype declared as `dtype` instead. A constant
+    filled with its dtype's "min" or "max" keeps the number it held (a float16 attention mask's -65504 stays -65504:
+    as float64's lowest, it swamped fully masked rows' scores and the float64 gradient reference computed another
+    function; triage26 bc4c631c89, bcb6015512)."""
+    from .ops.constants import fill_value
+
+    def wider(n: Node) -> Node:
+        attrs = {**n.attrs, "dtype": dtype}
+        if n.op == "full" and attrs.get("value") in ("min", "max"):
+            attrs["value"] = fill_value(attrs["value"], n.attrs["dtype"])
+        return replace(n, attrs=attrs)
+
     inputs = tuple(replace(i, dtype=dtype) if i.kind == "tensor" and i.dtype in wide else i for i in graph.inputs)
-    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": dtype}) if n.attrs.get("dtype") in wide else n
-                  for n in graph.nodes)
+    nodes = tuple(wider(n) if n.attrs.get("dtype") in wide else n for n in graph.nodes)
     return Graph(inputs, nodes, graph.outputs)
 
 

@@ -76,7 +76,8 @@ def error_family(finding: Finding) -> str:
             return finding.error_class  # a cast saturating past the fp8 range; a node of another shape than PyTorch's
         return "underflow" if finding.error_class == ErrorClass.UNDERFLOW else "accuracy"
     if finding.oracle == Oracle.MODEL_HAZARD and finding.error_class in (ErrorClass.PRECISION, *TRAINING_HAZARDS):
-        return finding.error_class
+        cause = finding.details.get("cause", "underflow")  # a gradient lost to what no scale reaches is another
+        return finding.error_class + ("" if cause == "underflow" else f":{cause}")  # record (triage26 bb32db210a)
     if finding.oracle == Oracle.STATUS_DIVERGENCE and finding.details.get("error_key"):
         return f"{finding.error_class}:{finding.details['error_key']}"  # one error message class, one cause
     return {Oracle.DTYPE_DIVERGENCE: "dtype", Oracle.SILENT_DOWNCAST: "downcast", Oracle.MODEL_HAZARD: "hazard",

@@ -193,7 +193,7 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
         lost, _ = _lost(e, i)
         moving = np.isfinite(e) & (e != 0)
         zeroed = float(np.mean(i[moving] == 0)) if moving.any() else 0.0
-        if lost >= GRAD_LOSS and zeroed >= 0.5:
+        if lost >= GRAD_LOSS and zeroed >= 0.5 and not beyond_float32(e[np.isfinite(e)], floors[k] if floors else 0.0):
             found.append([name, lost, zeroed])
     if not found:
         return []
@@ -219,6 +219,18 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
             continue
         out.append(GradientLoss(name, low[0], lost, zeroed, scale if left * 2 <= lost else 0.0, left))
     return out
+
+
+FLOAT32_TINY = 2.0**-126  # float32's smallest normal
+
+
+def beyond_float32(exact: np.ndarray, floor: float) -> bool:
+    """True when float32 training loses the gradient too, so no 16-bit policy is to blame: its RMS is subnormal in
+    float32 (kernels that flush float32 subnormals lose it; triage26 b8162ac49a, bb32db210a: gradients near 3e-41 of
+    inputs near 1e-38), or within twice the float32 program's own error of it (`floor` * 2^-24: the float32 program
+    loses half of it; triage26 b75482af0f: a saturated softmax's 1.6e-7 beside a float32 error of 1.3e-7)."""
+    rms = float(np.sqrt(np.mean(np.asarray(exact, np.float64) ** 2))) if np.size(exact) else 0.0
+    return rms < FLOAT32_TINY or rms <= 2.0 * floor * 2.0**-24
 
 
 def out_of_reach(graph: Graph, name: str, exact: np.ndarray) -> bool:
@@ -280,8 +292,9 @@ def obstacle(graph: Graph, values: Values, wrt: str) -> tuple[str, str]:
                 return "overflow", (f"`{name}` reaches {v.max():.3g}, whose square overflows float32 in {node.op}'s "
                                     "forward")
             if v.size and np.mean(v < tiny) >= 0.5:
+                also = " (and in float32)" if info.dtype != "float32" and np.mean(v < FLOAT32_TINY) >= 0.5 else ""
                 return "subnormal", (f"{np.mean(v < tiny):.0%} of `{name}`'s non-zero values are subnormal in "
-                                     f"{info.dtype} (below {tiny:.3g}), which a CPU kernel reads as 0")
+                                     f"{info.dtype}{also} (below {tiny:.3g}), which a CPU kernel reads as 0")
     return "", ""
 
 
@@ -317,8 +330,10 @@ def gradient_finding(executor: str, policy: str, graph: Graph, loss: GradientLos
         fix = (f"scale the loss by {loss.scale:g} before backward and unscale the gradients in float32 "
                f"(torch.amp.GradScaler(init_scale={loss.scale:g}){master}): {loss.with_scale:.0%} lost with it{on}")
     elif loss.cause == "subnormal":
-        fix = ("keep those activations out of the subnormal range (rescale them, or run this op in float32): no loss "
-               "scale reaches a value the forward already reads as 0")
+        how = ("rescale them: they are subnormal in float32 too" if "(and in float32)" in loss.obstacle
+               else "rescale them, or run this op in float32")  # (triage26: XLA flushes float32 subnormals as well)
+        fix = (f"keep those activations out of the subnormal range ({how}): no loss scale reaches a value the forward "
+               "already reads as 0")
     elif loss.cause == "overflow":
         fix = ("rescale the activations before this op (normalize or clip them): their square overflows even in "
                "float32, and no loss scale helps")

@@ -639,3 +639,19 @@ def test_regression_a_norms_forward_hidden_by_a_zero_weight_is_named_as_the_forw
     (grad,) = [f for f in result.findings if f.details.get("grad") == "gamma"]
     assert grad.details.get("forward_wrong") and "layer_norm forward" in title(grad)
     assert bug_key(grad) == "backend-bug|torch_xla|batch-norm-training|accuracy|*|*"
+
+
+def test_regression_a_dtype_min_mask_keeps_its_number_in_the_float64_gradient_reference() -> None:
+    """triage26 bc4c631c89, bcb6015512: an attention mask `full(value="min", dtype=float16)` became float64's lowest
+    in the float64 gradient reference (redeclare), which swamps fully masked rows' scores: another function, whose
+    gradients the program's were "96% / 138% lost" against. The fill keeps -65504 when the dtype widens."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import redeclare
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "fp16-min-mask-reference-bcb6015512-triage26.json")
+    wide = redeclare(case.graph, ("float16",), "float64")
+    assert wide.node("mask_fill").attrs["value"] == -65504.0 and wide.node("mask_fill").attrs["dtype"] == "float64"
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager"])
+    assert not [f for f in result.findings if f.error_class.startswith("grad-")], [f.message for f in result.findings]
