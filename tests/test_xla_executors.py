@@ -378,3 +378,14 @@ def test_regression_a_reduction_over_every_dim_keeps_its_dims_in_the_pytorch_pro
     result = Checker(pool).check(case, ["torch/eager", "xla/native"])
     assert all(o.ok and np.shape(o.outputs[0]) == (1,) for outs in result.outcomes.values() for o in outs)
     assert not [f for f in result.findings if f.error_class == "shape"], [f.message for f in result.findings]
+
+
+def test_regression_autocast_linears_bias_add_fused_into_the_next_op_is_no_bug_of_that_op() -> None:
+    """triage26 b0b2d8eefd (and b8050003d8, b7b533c83a): under autocast, torch_xla's linear is a bf16 dot, and its
+    bias add fuses into the float32 op after it, kept in float32 (excess precision): the value that op reads is
+    bf16(dot) + bias, within half a bf16 ULP, at least as close as eager's bf16(dot + bias). It was judged against
+    the observed bf16 operand and against the whole linear in float32, and filed at 2.7e3x on the `mul` after it."""
+    case = load_case(Path(__file__).parent / "fixtures" / "xla-autocast-linear-bias-add-fused-b0b2d8eefd-triage26.json")
+    with ExecutorPool(["torch/eager", "xla/autocast"]) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/autocast"])
+    assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
