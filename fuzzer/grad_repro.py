@@ -55,7 +55,7 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     if tvm:  # torch here is the float64 reference only
         lines += ["import ml_dtypes", "import tvm", "from tvm import relax as R"]
     elif ex.repro_sync():
-        lines = [f"os.environ.setdefault({key!r}, {value!r})" for key, value in ex.repro_env().items()] + lines + [
+        lines = _env_lines(ex.repro_env()) + lines + [
             "import torch_xla"]
     margin = MARGIN if finding.ratio is None or finding.ratio >= MARGIN else 1.0  # 1: it stood on two input sets
     lines += [f"ALLOWED = ({float(bound[0])!r}, {float(bound[1])!r}, {bound[2]}, {bound[3]}, {float(bound[4])!r})  # max "
@@ -85,6 +85,14 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident, margin,
                       finding.details.get("expected_dtype") if finding.error_class == ErrorClass.GRAD_DTYPE else None)
     return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+
+
+def _env_lines(env: dict[str, str]) -> list[str]:
+    """The backend's environment defaults, on one line (a gradient script stays within 60 lines: triage26 bd86210ab6
+    was 61 with one line per variable)."""
+    if len(env) <= 1:
+        return [f"os.environ.setdefault({k!r}, {v!r})" for k, v in env.items()]
+    return [f"for _k, _v in {dict(env)!r}.items(): os.environ.setdefault(_k, _v)"]
 
 
 def _make(inp: Any, expr: str, policy: Any) -> str:
@@ -226,7 +234,7 @@ def render_underflow(case: Case, finding: Finding, ex: Any, title: str, set_inde
     wrt = [names[j] for j, i in enumerate(graph.inputs) if i.grad]
     lines = ["import numpy as np", "import torch", "import torch.nn.functional as F"]
     if ex.repro_sync():
-        lines = [f"os.environ.setdefault({key!r}, {value!r})" for key, value in ex.repro_env().items()] + lines + [
+        lines = _env_lines(ex.repro_env()) + lines + [
             "import torch_xla"]
     lines += [f"WRT = {wrt!r}  # the inputs whose gradients the loss (the first output) is taken with respect to",
               f"FLOOR = {float(floors[k]) * 2.0**-24!r}  # below this the exact gradient is zero by cancellation "
