@@ -540,7 +540,7 @@ def redeclare(graph: Graph, wide: tuple[str, ...], dtype: str) -> Graph:
 
     def wider(n: Node) -> Node:
         attrs = {**n.attrs, "dtype": dtype}
-        if n.op == "full" and attrs.get("value") in ("min", "max"):
+        if "dtype-limit-value" in OPS[n.op].tags and attrs.get("value") in ("min", "max"):
             attrs["value"] = fill_value(attrs["value"], n.attrs["dtype"])
         return replace(n, attrs=attrs)
 

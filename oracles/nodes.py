@@ -35,6 +35,7 @@ Values = dict[str, np.ndarray]
 LIFTABLE = ("elementwise", "activation", "cast")  # each result element a function of its operands': lifting separates
 GATED = tagged(OPS, "gated")  # judged at their operand's magnitude (see fuzzer.ops.base TAGS)
 SINGLE_ROUNDING = tagged(OPS, "single-rounding")  # casts: held to correct rounding (oracles.bounds.rounding_ratio)
+BIAS_ADD_SPLITS = tagged(OPS, "bias-add-splits")  # a product op whose bias add a backend may fuse into the consumer
 CONTRACTIONS = tagged(OPS, "contraction")  # bilinear accumulations: judged at sqrt(K) sum |a b| (accumulated_magnitude)
 GATE_ULPS = 2.0  # what a float kernel's gate may add, in ULPs at the operand's magnitude (its own rounding, the product)
 
@@ -225,9 +226,9 @@ def excess_precision_stats(numeric: Graph, typed: Any, node: Any, sub: Graph, su
                     args.append(f"{a}__f32")
                 else:
                     args.append(a)
-            if split_bias and prod.op == "linear" and len(args) > 2 and isinstance(args[2], str):
+            if split_bias and prod.op in BIAS_ADD_SPLITS and len(args) > 2 and isinstance(args[2], str):
                 low = typed.values[prod.id].dtype
-                nodes += [Node(f"{prod.id}__dot", "linear", tuple(args[:2]), {}),
+                nodes += [Node(f"{prod.id}__dot", prod.op, tuple(args[:2]), dict(prod.attrs)),
                           Node(f"{prod.id}__dot16", "astype", (f"{prod.id}__dot",), {"dtype": low}),
                           Node(f"{prod.id}__dot32", "astype", (f"{prod.id}__dot16",), {"dtype": "float32"}),
                           Node(f"{prod.id}__f32", "add", (f"{prod.id}__dot32", args[2]), {})]

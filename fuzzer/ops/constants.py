@@ -219,7 +219,8 @@ OPS: list[OpSpec] = [
            aten=A.overloads("full.default zeros.default ones.default zeros_like.default ones_like.default "
                             "full_like.default new_zeros.default new_ones.default new_full.default "
                             "scalar_tensor.default empty.memory_format empty_like.default empty_permuted.default "
-                            "new_empty.default", _aten_full)),
+                            "new_empty.default", _aten_full),
+           tags=frozenset({"dtype-limit-value"})),  # its value may name its dtype's limits ("min", "max")
     OpSpec("arange", "constant", (), {"start": 0, "end": 1, "step": 1, "dtype": "int64"}, _infer_arange, arange,
            _torch_arange, _relax_arange, _arange_interval,
            Example((), (), {"start": -3, "end": 9, "step": 2, "dtype": SAME_DTYPE}),

@@ -386,7 +386,7 @@ OPS: list[OpSpec] = [
            lambda c: f"F.linear({c.args[0]}, {c.args[1]}, {c.args[2]})", _relax_product, _INNER,
            Example((example_input("x", [2, 3, 8]), example_input("w", [5, 8], "param"), example_input("b", [5], "param")),
                    ("x", "w", "b")),
-           params=(1, 2), tags=_CONTRACTION, relax_dtype=accumulate_dtype,
+           params=(1, 2), tags=_CONTRACTION | {"bias-add-splits"}, relax_dtype=accumulate_dtype,
            numpy=_np_linear,
            aten=A.overloads("linear.default", lambda c: c.emit("linear", [c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")], {}))),
     OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul,
