@@ -345,7 +345,7 @@ class Checker:
             return {}
         own = keys.get(self.semantic)  # eager's own findings judge the program it ran under test
         wanted = {keys[f.executor] for f in findings if f.executor in keys and f.oracle == Oracle.ERROR_BOUND
-                  and f.error_class in (ErrorClass.BOUND, ErrorClass.NONFINITE)}
+                  and f.error_class in localize.SHARED_WITH_EAGER}
         out: dict[str, list[Finding]] = {}
         numbers: dict[str, Numbers] = {}
         for s in subjects:
