@@ -17,6 +17,16 @@ class FloatFormat:
     min_exponent: int  # exponent of the smallest normal number
     max_value: float
 
+    @property
+    def smallest_normal(self) -> float:
+        """The smallest positive normal number (below it: subnormal, flushed by FTZ/DAZ hardware)."""
+        return 2.0 ** self.min_exponent
+
+    @property
+    def smallest_subnormal(self) -> float:
+        """The smallest positive subnormal number (half of it rounds to 0)."""
+        return 2.0 ** (self.min_exponent - self.mantissa_bits)
+
 
 FLOAT_FORMATS: dict[str, FloatFormat] = {
     "float16": FloatFormat("float16", 10, -14, 65504.0),
@@ -28,6 +38,8 @@ FLOAT_FORMATS: dict[str, FloatFormat] = {
     "float8_e5m2": FloatFormat("float8_e5m2", 2, -14, 57344.0),
 }
 FLOAT_DTYPES: tuple[str, ...] = tuple(FLOAT_FORMATS)
+FLOAT32_TINY = FLOAT_FORMATS["float32"].smallest_normal
+FLOAT32_SQUARE_MAX = float(np.sqrt(FLOAT_FORMATS["float32"].max_value))  # ~1.8e19: past it a value's square is inf
 INT_DTYPES: tuple[str, ...] = ("int32", "int64")
 BOOL = "bool"  # masks: comparisons, where, attention masks
 EXACT_DTYPES: tuple[str, ...] = INT_DTYPES + (BOOL,)  # dtypes whose values are never rounded, only truncated
@@ -123,7 +135,7 @@ def flush(values: np.ndarray | float, dtype: str) -> np.ndarray:
     v = np.asarray(values, dtype=np.float64)
     if dtype not in FLOAT_FORMATS:
         return v
-    return np.where(np.abs(v) < 2.0 ** FLOAT_FORMATS[dtype].min_exponent, 0.0, v)
+    return np.where(np.abs(v) < FLOAT_FORMATS[dtype].smallest_normal, 0.0, v)
 
 
 def cast_results(values: np.ndarray | float, dtype: str) -> list[np.ndarray]:

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from fuzzer.dtypes import FLOAT_FORMATS, is_float, round_to
+from fuzzer.dtypes import FLOAT32_SQUARE_MAX, FLOAT_FORMATS, is_float, round_to
 from fuzzer.gradients import grad_name, reference
 from fuzzer.ir import Graph, Input, Node, infer
 from fuzzer.ops import OPS
@@ -37,7 +37,6 @@ from .vocabulary import ErrorClass, Oracle
 Values = dict[str, np.ndarray]
 Reference = tuple[list[np.ndarray], list[list[np.ndarray]], list[float]]  # exact, ideals per ideal, scale floors
 Run = Callable[[Graph, Values], Outcome]  # the backend under test on one graph and one input set
-FLOAT32_SQUARE_MAX = float(np.sqrt(np.finfo(np.float32).max))  # ~1.8e19: beyond it a value's square overflows float32
 
 
 def status(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Outcome]) -> list[Finding]:
@@ -191,8 +190,8 @@ def _forward_off(one: Graph, node: Node, ins: Values, got: Outcome, run: Run, dt
     if off(got, ins):
         return True
     slots = OPS[node.op].operands
-    weight = node.inputs[slots.index("weight?")] if "weight?" in slots and slots.index("weight?") < len(
-        node.inputs) else None
+    at = slots.index("weight?") if "weight?" in slots else len(node.inputs)
+    weight = node.inputs[at] if at < len(node.inputs) else None
     if not isinstance(weight, str) or weight not in ins:
         return False
     ones = {**ins, weight: np.ones_like(np.asarray(ins[weight], dtype=np.float64))}

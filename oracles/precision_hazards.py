@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzer.dtypes import LOW_PRECISION
+from fuzzer.dtypes import FLOAT32_TINY, LOW_PRECISION
 from fuzzer.interpret import evaluate
 from fuzzer.ir import Graph, Node, infer
 from fuzzer.ops import OPS, is_cast
@@ -24,7 +24,6 @@ from .findings import Finding
 from .vocabulary import ErrorClass, Kind, Oracle
 
 Values = dict[str, np.ndarray]
-FLOAT32_TINY = 2.0**-126  # float32's smallest normal
 PRECISION_LOSS = 2.0**-4  # an output whose relative RMS error passes this has lost more than 4 of bfloat16's 8 bits
 FIX_GAIN = 2.0  # the named value must at least halve the loss when kept in float32 (else no single value is at fault)
 MOVES = ("layout", "index")  # op families that move values without rounding them again

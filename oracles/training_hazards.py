@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from fuzzer.dtypes import FLOAT_FORMATS, LOW_PRECISION, round_to
+from fuzzer.dtypes import FLOAT32_SQUARE_MAX, FLOAT32_TINY, FLOAT_FORMATS, LOW_PRECISION, round_to
 from fuzzer.interpret import evaluate, inner_name
 from fuzzer.ir import Graph, infer, op_attrs
 from fuzzer.ops import OPS
@@ -221,9 +221,6 @@ def gradient_underflow(graph: Graph, values: Values, exact: list[np.ndarray],
     return out
 
 
-FLOAT32_TINY = 2.0**-126  # float32's smallest normal
-
-
 def beyond_float32(exact: np.ndarray, floor: float) -> bool:
     """True when float32 training loses the gradient too, so no 16-bit policy is to blame: its RMS is subnormal in
     float32 (kernels that flush float32 subnormals lose it; triage26 b8162ac49a, bb32db210a: gradients near 3e-41 of
@@ -241,11 +238,9 @@ def out_of_reach(graph: Graph, name: str, exact: np.ndarray) -> bool:
     dtype = graph.input(name).dtype
     if dtype not in FLOAT_FORMATS:
         return False
-    fmt = FLOAT_FORMATS[dtype]
-    smallest = 2.0 ** (fmt.min_exponent - fmt.mantissa_bits)
     e = np.abs(np.asarray(exact, np.float64))
     e = e[np.isfinite(e)]
-    return bool(e.size) and float(np.sqrt(np.mean(e ** 2))) * max(SCALES) < smallest / 2
+    return bool(e.size) and float(np.sqrt(np.mean(e ** 2))) * max(SCALES) < FLOAT_FORMATS[dtype].smallest_subnormal / 2
 
 
 def _uncancelled(exact: np.ndarray, got: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
@@ -259,9 +254,6 @@ def _uncancelled(exact: np.ndarray, got: np.ndarray, floor: float) -> tuple[np.n
 def gradient_lost(exact: np.ndarray, got: np.ndarray, floor: float = 0.0) -> float:
     """Relative RMS of the exact gradient that `got` loses (a backend's own, or a scaled one divided by its scale)."""
     return _lost(*_uncancelled(exact, got, floor))[0]
-
-
-SQUARE_OVERFLOWS = float(np.sqrt(FLOAT_FORMATS["float32"].max_value))  # |x| past this: x * x is inf in float32
 
 
 def obstacle(graph: Graph, values: Values, wrt: str) -> tuple[str, str]:
@@ -287,8 +279,8 @@ def obstacle(graph: Graph, values: Values, wrt: str) -> tuple[str, str]:
                 continue
             v = np.abs(np.asarray(forward[name], np.float64)).ravel()
             v = v[np.isfinite(v) & (v != 0)]
-            tiny = 2.0 ** FLOAT_FORMATS[info.dtype].min_exponent
-            if v.size and v.max() > SQUARE_OVERFLOWS:
+            tiny = FLOAT_FORMATS[info.dtype].smallest_normal
+            if v.size and v.max() > FLOAT32_SQUARE_MAX:
                 return "overflow", (f"`{name}` reaches {v.max():.3g}, whose square overflows float32 in {node.op}'s "
                                     "forward")
             if v.size and np.mean(v < tiny) >= 0.5:
