@@ -37,6 +37,7 @@ from fuzzer.ops import OPS, tagged
 from fuzzer.tvm_passes import PIPELINES
 
 from .findings import Finding
+from .gradients import factor_text
 from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName, Kind, Oracle
 
 DTYPE = re.compile(r"float8_e4m3fn|float8_e5m2|bfloat16|float16|float32|float64")
@@ -334,6 +335,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 ErrorClass.BACKWARD_RAISES: f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         part = "forward (off alone, seen through its backward)" if finding.details.get("forward_wrong") else "backward"
+        if finding.details.get("row_scale") and finding.error_class == ErrorClass.GRAD_BOUND:
+            what += f" (the exact gradient times {factor_text(finding.details['row_scale'])} per row: a wrong saved 1/std)"
         return f"[{backend}] {dc} {op} {part}: the gradient of {grad} {what}{scope}{where}"
     if finding.kind == Kind.MODEL_HAZARD and finding.error_class in GRADIENT_HAZARDS:
         d = finding.details
@@ -401,6 +404,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     if finding.oracle == Oracle.STATUS_DIVERGENCE:
         err = finding.details.get("error") or finding.message
         low = f"{dc} " if dc in LOW_PRECISION else ""  # a dtype the minimizer could not widen to float32 matters
+        if finding.details.get("in_pass"):  # the pass that refused, not the op it met (triage26 bfb0a4e4c1)
+            return (f"[{backend}] {finding.details['in_pass']} raises on a {low}{op} program ({finding.error_class}: "
+                    f"{clip(err, 80)}) where PyTorch runs it{where}")
         return f"[{backend}] {low}{op} raises ({finding.error_class}: {clip(err, 80)}) where PyTorch runs it{where}"
     return f"[{backend}] {op} ({dc}): {clip(finding.message.splitlines()[0], 120)}"
 

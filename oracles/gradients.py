@@ -15,8 +15,10 @@ against that op's own reference; the op nearest the loss that fails on its own i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,6 +39,16 @@ from .vocabulary import ErrorClass, Oracle
 Values = dict[str, np.ndarray]
 Reference = tuple[list[np.ndarray], list[list[np.ndarray]], list[float]]  # exact, ideals per ideal, scale floors
 Run = Callable[[Graph, Values], Outcome]  # the backend under test on one graph and one input set
+
+
+class Culprit(NamedTuple):
+    """The op whose backward alone is out of bound (`locate`), and what its gradient shows."""
+
+    node: str
+    stats: ErrorStats
+    operand: str  # the operand whose gradient is off
+    forward_wrong: bool  # its forward alone is off too
+    row_scale: tuple[float, float] | None = None  # (least, most) factor of a gradient off by one factor per row
 
 
 def status(executor: str, graph: Graph, outcomes: list[Outcome], eager: list[Outcome]) -> list[Finding]:
@@ -158,7 +170,7 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
     if culprit is None:
         notes.append(f"{executor}: {msg}, but no op's backward is out of bound alone (the error grew from small ones)")
         return []
-    node, node_stats, operand, forward_wrong = culprit
+    node, node_stats, operand, forward_wrong, scaled = culprit
     ops, dtypes = node_signature(numeric, infer(numeric), node)
     if forward_wrong and forward_found:
         notes.append(f"{executor}: {msg}; {ops[0]} ({node}) is out of bound in its forward pass alone already: its "
@@ -167,10 +179,51 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
     alone = ("has non-finite values" if node_stats.nonfinite_mismatch
              else f"is {node_stats.ratio:.3g}x the allowed error")
     said = (f"{ops[0]} backward ({node}): the gradient of its operand {operand} {alone} alone, fed exact operands and "
-            f"upstream gradient{' (its forward alone is off too)' if forward_wrong else ''}; {msg}")
+            f"upstream gradient{' (its forward alone is off too)' if forward_wrong else ''}"
+            + (f"; it is the exact gradient times {factor_text(scaled)} per row, as a wrong saved 1/std would make it (the "
+               "statistic its forward computes, unseen in an output where x - mean is 0)" if scaled else "")
+            + f"; {msg}")
     return [replace(finding, ops=ops, dtypes=dtypes, node=node, message=said,
                     details={**finding.details, "located": True, "operand": operand,
-                             **({"forward_wrong": True} if forward_wrong else {})})]
+                             **({"forward_wrong": True} if forward_wrong else {}),
+                             **({"row_scale": list(scaled)} if scaled else {})})]
+
+
+def factor_text(scaled: tuple[float, float] | list[float]) -> str:
+    """A per-row factor range as a reader takes it in: "0.18", "1-0.00046", "0.18 to 0.25"."""
+    def one(k: float) -> str:
+        return f"1{k - 1:+.2g}" if abs(k - 1) < 0.01 else f"{k:.3g}"
+    low, high = scaled
+    return one(low) if math.isclose(low, high, rel_tol=1e-3, abs_tol=1e-9) else f"{one(low)} to {one(high)}"
+
+
+def row_scale(got: np.ndarray, exact: np.ndarray, node: Node) -> tuple[float, float] | None:
+    """(least, most) per-row factor k where a norm's gradient of its input is k times the exact one row by row, k
+    not 1: the mark of a wrong saved 1/std (triage26 b521ee6a3d: torch_xla's layer_norm of constant rows, whose
+    one-pass variance is not 0, gives the exact gradient times 0.18; its forward output, (x - mean) * rstd = 0, is
+    right; b5e4011b9a: its float32 one at gamma = 0, times 0.9995). A row's factor must explain 90% of its error.
+    None for other ops (no normalized_shape) and other errors."""
+    shape = node.attrs.get("normalized_shape")
+    if not shape or got.shape != exact.shape or not np.all(np.isfinite(got)):
+        return None
+    width = math.prod(int(d) for d in shape)
+    if width < 2 or got.size % width:
+        return None
+    factors = []
+    for g, e in zip(got.reshape(-1, width), exact.reshape(-1, width), strict=True):
+        off = float(np.max(np.abs(g - e)))
+        norm = float(np.dot(e, e))
+        if norm == 0.0:
+            if off > 0.0:
+                return None  # off where the exact row is 0: no factor explains it
+            continue
+        k = float(np.dot(g, e)) / norm
+        if off > 0.0 and np.max(np.abs(g - k * e)) > 0.1 * off:
+            return None  # a factor explains less than 90% of this row's error
+        factors.append(k)
+    if not factors or max(abs(k - 1.0) for k in factors) == 0.0:
+        return None
+    return min(factors), max(factors)
 
 
 def _forward_off(one: Graph, node: Node, ins: Values, got: Outcome, run: Run, dtype: str) -> bool:
@@ -222,8 +275,8 @@ def downstream(graph: Graph, name: str) -> set[str]:
 
 
 def locate(graph: Graph, values: Values, run: Run, wrt: str, nonfinite: bool = False,
-           eager: Run | None = None) -> tuple[str, ErrorStats, str, bool] | None:
-    """(node, stats, operand, forward wrong) of the op whose backward alone is furthest out of bound on `run`, among
+           eager: Run | None = None) -> Culprit | None:
+    """The Culprit (node, stats, operand, forward wrong, row scale) of the op whose backward alone is furthest out of bound on `run`, among
     the ops between input `wrt` and the loss; None when none is (the error grew from small ones). For a `nonfinite`
     finding, an op whose backward alone makes non-finite values comes first. `forward wrong`: the op's own forward
     output is already out of bound there (its forward finding is the record, not its backward: triage19 b0f0576cc4,
@@ -239,7 +292,7 @@ def locate(graph: Graph, values: Values, run: Run, wrt: str, nonfinite: bool = F
     forward = evaluate(graph, values, rounded=True)
     upstream = intermediate_grads(graph, values)
     path = downstream(graph, wrt)
-    over: list[tuple[str, ErrorStats, str, bool]] = []
+    over: list[Culprit] = []
     for node in reversed(graph.nodes):
         info = typed.values[node.id]
         if node.id not in path or node.id not in upstream or not is_float(info.dtype) or info.kind == "scalar":
@@ -268,7 +321,8 @@ def locate(graph: Graph, values: Values, run: Run, wrt: str, nonfinite: bool = F
                         continue  # as far off in eager: PyTorch's derivative formula, not this backend's (triage25
                         # bd18a077ac: a bf16 div's float32 divisor gradient, computed in bf16 by PyTorch itself)
             if s.nonfinite_mismatch or s.ratio >= MARGIN:
-                over.append((node.id, s, one.wrt[i], _forward_off(one, node, ins, got, run, info.dtype)))
+                scaled = row_scale(got.grads[i], exact[i], node) if one.wrt[i] == node.inputs[0] else None
+                over.append(Culprit(node.id, s, one.wrt[i], _forward_off(one, node, ins, got, run, info.dtype), scaled))
                 break
     if not over:
         return None

@@ -74,7 +74,8 @@ def _status(graph: Graph, s: Subject, k: int, out: Outcome, eager: Outcome) -> F
     return Finding(Oracle.STATUS_DIVERGENCE, s.name, ops, dtypes, cls, msg, against=EAGER, input_set=k,
                    details={"whole_graph": True, "stage": out.stage, "error_type": out.error_type,
                             "error": first_line(out.message, 400), "error_key": message_key(out.message),
-                            "eager_dtypes": eager.dtypes})
+                            "eager_dtypes": eager.dtypes,
+                            **({"in_pass": out.info["in_pass"]} if out.info.get("in_pass") else {})})
 
 
 def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> Finding | None:

@@ -655,3 +655,60 @@ def test_regression_a_dtype_min_mask_keeps_its_number_in_the_float64_gradient_re
     with ExecutorPool(["torch/eager"]) as pool:
         result = Checker(pool).check(case, ["torch/eager"])
     assert not [f for f in result.findings if f.error_class.startswith("grad-")], [f.message for f in result.findings]
+
+
+def test_regression_a_refusal_of_tvms_gradient_pass_is_titled_with_the_pass_not_the_op() -> None:
+    """triage26 bfb0a4e4c1: relax.transform.Gradient refuses any bfloat16 input ("Only Tensors of floating point
+    dtype ... can require gradients"); the record was titled "[TVM] bfloat16 sum raises", naming the op the minimizer
+    kept rather than the pass that refused. The outcome says which pass raised, and the title names it."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+    from oracles.bugs import title
+
+    case = load_case(FIXTURES / "tvm-train-gradient-refuses-bf16-bfb0a4e4c1-triage26.json")
+    with ExecutorPool(["torch/eager", "tvm/train"]) as pool:
+        result = Checker(pool).check(case, ["tvm/train"])
+    assert result.outcomes["tvm/train"][0].info.get("in_pass") == "relax.transform.Gradient"
+    (f,) = [f for f in result.findings if f.executor == "tvm/train"]
+    said = title(f)
+    assert said.startswith("[TVM] relax.transform.Gradient raises on a bfloat16 sum program"), said
+
+
+def test_row_scale_names_a_gradient_off_by_one_factor_per_row_and_nothing_else() -> None:
+    """Pure logic of the saved-1/std diagnosis: a per-row factor that explains the error, else None."""
+    from fuzzer.ir import Node
+    from oracles.gradients import factor_text, row_scale
+
+    norm = Node("y", "layer_norm", ("x",), {"normalized_shape": (3,)})
+    exact = np.array([[-210.8, 421.6, -210.8], [1.0, -2.0, 1.0]])
+    assert row_scale(exact * 0.18, exact, norm) == pytest.approx((0.18, 0.18))
+    assert factor_text(row_scale(exact * 0.18, exact, norm)) == "0.18"
+    assert row_scale(exact, exact, norm) is None  # right: no factor to name
+    assert row_scale(exact + np.array([[0.0, 5.0, 0.0], [0.0, 0.0, 0.0]]), exact, norm) is None  # not a scaling
+    assert row_scale(exact * 0.18, exact, Node("y", "softmax", ("x",), {"dim": -1})) is None  # not a norm
+    assert factor_text((0.99963, 0.99963)) == "1-0.00037"
+
+
+@pytest.mark.parametrize("fixture, dtype", [
+    ("xla-layer-norm-constant-rows-rstd-b521ee6a3d-triage26.json", "bfloat16"),
+    ("xla-layer-norm-constant-rows-rstd-float32-b5e4011b9a-triage26.json", "float32"),
+])
+def test_regression_a_layer_norm_gradient_off_by_its_saved_rstd_says_so(fixture, dtype) -> None:
+    """triage26 b521ee6a3d, b5e4011b9a: torch_xla's layer_norm of constant rows has a one-pass variance that is not
+    0; its forward output (x - mean) * rstd is 0 and right, and the gradient of x is the exact one times 0.18 (bf16)
+    or 1-0.00037 (float32) per row. The triager read "layer_norm backward" as blaming the backward for its forward's
+    statistics: the finding and its title now say the gradient is off by one factor per row, a wrong saved 1/std."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+    from oracles.bugs import title
+
+    case = load_case(FIXTURES / fixture)
+    with ExecutorPool(["torch/eager", "xla/native"]) as pool:
+        result = Checker(pool).check(case, ["xla/native"])
+    (f,) = [f for f in result.findings if f.executor == "xla/native" and f.details.get("grad") == "x"]
+    assert f.ops == ["layer_norm"] and f.details.get("row_scale"), f.message
+    assert "per row, as a wrong saved 1/std would make it" in f.message
+    said = title(f)
+    assert said.startswith(f"[torch_xla] {dtype} layer_norm backward: the gradient of x is") and "a wrong saved 1/std" in said, said

@@ -15,6 +15,17 @@ from ..ir import Graph
 
 Inputs = dict[str, np.ndarray]
 
+IN_PASS = "precfuzz_in_pass"  # attribute an executor sets on an exception a named compiler pass raised
+
+
+def raised_in(exc: BaseException, name: str) -> BaseException:
+    """`exc`, marked as raised by compiler pass `name` (its outcome says so in info["in_pass"])."""
+    try:
+        setattr(exc, IN_PASS, name)
+    except AttributeError:  # an exception type without a __dict__: the mark is lost, the error is not
+        pass
+    return exc
+
 
 class Unsupported(Exception):
     """Raised by an executor for a graph its backend cannot express (a limitation, not a finding)."""
@@ -160,4 +171,7 @@ class Executor(ABC):
         if kind == "unsupported":
             return oc.unsupported(stage, message, error_type=type(exc).__name__, **kw)
         tb = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
-        return oc.error(stage, type(exc).__name__, message, info={"traceback": "".join(tb)[-2000:]}, **kw)
+        info = {"traceback": "".join(tb)[-2000:]}
+        if getattr(exc, IN_PASS, None):
+            info["in_pass"] = getattr(exc, IN_PASS)
+        return oc.error(stage, type(exc).__name__, message, info=info, **kw)

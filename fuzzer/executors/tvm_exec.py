@@ -17,7 +17,7 @@ import numpy as np
 from ..ir import Graph
 from ..ops import has_training_mode
 from ..tvm_passes import PIPELINES, PassEntry  # noqa: F401 - re-exported: the pipelines are plain data there
-from .base import Executor, HarnessLimit, Inputs, Unsupported
+from .base import Executor, HarnessLimit, Inputs, Unsupported, raised_in
 from .tvm_render import bridged, render_runtime
 
 # One line per pipeline for `precfuzz executors`.
@@ -241,7 +241,11 @@ class TVMTrainExecutor(TVMExecutor):
             raise HarnessLimit(f"no Relax lowering: {type(exc).__name__}: {exc}") from exc
         exec(compile(source, f"<precfuzz {self.name}>", "exec"), namespace)  # noqa: S102 - our own render
         mod = namespace["apply_passes"](namespace["build_module"](), list(self.passes))
-        mod = gradient_of(mod, graph.wrt)
+        try:
+            mod = gradient_of(mod, graph.wrt)
+        except Exception as exc:  # noqa: BLE001 - re-raised, marked with the pass that refused
+            raised_in(exc, "relax.transform.Gradient")
+            raise
         vm, info = self.compiled(mod)
         return namespace, vm, {**info, "function": "main_adjoint"}
 
