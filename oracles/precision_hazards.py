@@ -17,8 +17,8 @@ import numpy as np
 
 from fuzzer.dtypes import FLOAT32_TINY, LOW_PRECISION
 from fuzzer.interpret import evaluate
-from fuzzer.ir import Graph, Node, infer
-from fuzzer.ops import OPS, is_cast
+from fuzzer.ir import Graph, Node, infer, op_attrs
+from fuzzer.ops import OPS, is_cast, tagged
 
 from .findings import Finding
 from .vocabulary import ErrorClass, Kind, Oracle
@@ -45,14 +45,15 @@ class PrecisionLoss:
     origin_loss: float = 0.0  # the loss with only `origin` rounded
 
 
-def relative_rms(value: np.ndarray, exact: np.ndarray) -> float:
-    """sqrt(mean((value - exact)^2)) / sqrt(mean(exact^2)) over the elements where the exact answer is finite."""
+def relative_rms(value: np.ndarray, exact: np.ndarray, floor: float = 0.0) -> float:
+    """sqrt(mean((value - exact)^2)) / max(sqrt(mean(exact^2)), floor) over the elements where the exact answer is
+    finite."""
     v = np.asarray(value, dtype=np.float64).ravel()
     e = np.asarray(exact, dtype=np.float64).ravel()
     keep = np.isfinite(e)
     if not keep.any():
         return 0.0
-    scale = _scale(e)
+    scale = max(_scale(e), floor)
     with np.errstate(invalid="ignore", over="ignore"):
         err = np.abs(v[keep] - e[keep])
     if not np.all(np.isfinite(err)):
@@ -68,8 +69,26 @@ def _scale(exact: np.ndarray) -> float:
     return float(np.sqrt(np.mean(e**2))) if e.size else 0.0
 
 
-def _loss(ideal: Values, exact: Values, outputs: tuple[str, ...]) -> tuple[float, str]:
-    return max((relative_rms(ideal[o], exact[o]), o) for o in outputs)
+def _loss(ideal: Values, exact: Values, outputs: tuple[str, ...], floors: dict[str, float] | None = None
+          ) -> tuple[float, str]:
+    floors = floors or {}
+    return max((relative_rms(ideal[o], exact[o], floors.get(o, 0.0)), o) for o in outputs)
+
+
+def terms_scale(graph: Graph, output: str, exact: Values) -> float:
+    """The RMS magnitude of the terms an output sums (0: its op does not sum terms): a sum or mean of |operand|, a
+    contraction of |a| and |b|. The 16-bit roundings a sum's terms carry are judged at the terms' size, not at what
+    is left where they cancel (triage26 sample #8: the harness's scalar loss sum(attn * upstream), its terms
+    cancelling 4000-fold, lost 0.2 of its value to attn's bf16 rounding, and was filed as a precision hazard)."""
+    node = next((n for n in graph.nodes if n.id == output), None)
+    if node is None or node.op not in tagged(OPS, "linear-reduction") | tagged(OPS, "contraction"):
+        return 0.0
+    args = [np.abs(np.asarray(exact[o], dtype=np.float64)) if isinstance(o, str) else o for o in node.inputs]
+    if any(isinstance(a, np.ndarray) and not np.all(np.isfinite(a)) for a in args):
+        return 0.0
+    with np.errstate(all="ignore"):
+        terms = np.asarray(OPS[node.op].reference(*args, **op_attrs(node)), dtype=np.float64)
+    return _scale(terms)
 
 
 def _cone(graph: Graph, value: str, low: set[str]) -> set[str]:
@@ -98,7 +117,8 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
     typed = infer(policy)
     with np.errstate(all="ignore"):
         exact = evaluate(model32, model_inputs, rounded=False)
-        loss, output = _loss(evaluate(policy, policy_inputs, rounded=True), exact, policy.outputs)
+        floors = {o: terms_scale(model32, o, exact) for o in policy.outputs}
+        loss, output = _loss(evaluate(policy, policy_inputs, rounded=True), exact, policy.outputs, floors)
     if not loss > PRECISION_LOSS or not np.isfinite(loss):  # inf: the policy overflows a range, a precision it is not
         return None
     if _scale(exact[output]) < FLOAT32_TINY:  # the model's own answer is subnormal in float32: no format keeps
@@ -116,7 +136,8 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
         cone = _cone(policy, value, low)
         fed = {**policy_inputs, **{v: model_inputs[v] for v in cone & inputs}}
         with np.errstate(all="ignore"):
-            fixed, _ = _loss(evaluate(policy, fed, rounded=True, widen=frozenset(cone - inputs)), exact, policy.outputs)
+            fixed, _ = _loss(evaluate(policy, fed, rounded=True, widen=frozenset(cone - inputs)), exact, policy.outputs,
+                             floors)
         if best is None or fixed < best[0]:
             best = (fixed, value)
         if fixed <= PRECISION_LOSS:
@@ -127,13 +148,13 @@ def judge(policy: Graph, model32: Graph, policy_inputs: Values, model_inputs: Va
     cone = _cone(policy, culprit, low)
     origin, alone = _origin(policy, policy_inputs, model_inputs, exact, inputs, low,
                             [v for v in [i.name for i in policy.inputs if i.name in inputs] + nodes
-                             if v in cone and v != culprit])
+                             if v in cone and v != culprit], floors)
     return PrecisionLoss(loss, output, culprit, culprit in inputs, typed.values[culprit].dtype, fixed,
                          rounded_at(policy, culprit, low), origin, alone)
 
 
 def _origin(policy: Graph, policy_inputs: Values, model_inputs: Values, exact: Values, inputs: set[str], low: set[str],
-            upstream: list[str]) -> tuple[str, float]:
+            upstream: list[str], floors: dict[str, float]) -> tuple[str, float]:
     """The first of `upstream` (graph order) whose 16-bit rounding alone, every other value kept in float32, loses
     more than PRECISION_LOSS: where the loss starts when the culprit only carries it further (triage17 a964cfb769:
     a float16 x of -500 +- 0.1 loses 0.63 on its own before the bfloat16 conv3d named as the culprit); ("", 0)."""
@@ -141,7 +162,7 @@ def _origin(policy: Graph, policy_inputs: Values, model_inputs: Values, exact: V
     for value in upstream[:MAX_CANDIDATES]:
         fed = {**policy_inputs, **{v: model_inputs[v] for v in inputs if v != value}}
         with np.errstate(all="ignore"):
-            alone, _ = _loss(evaluate(policy, fed, rounded=True, widen=nodes - {value}), exact, policy.outputs)
+            alone, _ = _loss(evaluate(policy, fed, rounded=True, widen=nodes - {value}), exact, policy.outputs, floors)
         if alone > PRECISION_LOSS:
             return value, alone
     return "", 0.0

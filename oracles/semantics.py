@@ -199,6 +199,8 @@ def judge(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Outcom
             if out.status == "unsupported" and (out.message or "").startswith(HARNESS_LIMIT):
                 break  # precfuzz's own limitation: nothing to say about the backend
             if out.status == "unsupported" or (out.status == "error" and classify_error(out) == "unsupported"):
+                if not e.ok:
+                    continue  # eager refuses the program too: agreement, no gap (triage26 sample #24)
                 found.append(_coverage(graph, s, k, out))
                 break
             if out.status == "error":

@@ -1201,3 +1201,31 @@ def test_regression_a_precision_hazards_fix_keeps_the_value_in_float32_into_the_
     (hazard,) = [f for f in result.findings if f.error_class == "precision"]
     assert "`group_norm1` (group_norm), which reads it, in float32, and cast to float16 after `group_norm1`" in \
         hazard.message, hazard.message
+
+
+def test_regression_a_sum_whose_terms_cancel_is_judged_at_its_terms_not_a_precision_hazard(checker: Checker) -> None:
+    """triage26 sample #8 (4ed3eb8a95): under autocast-bf16 the harness's scalar loss sum(attn * upstream), its terms
+    cancelling 4000-fold, lost 0.2 of its value to attn's bf16 rounding and was filed as a precision hazard (its
+    script did not reproduce it). A sum's error is judged at the size of the terms it sums; a loss made where values
+    themselves cancel (x + 1 - 1) still is one (test above)."""
+    from fuzzer.ir import load_case
+    from oracles.precision_hazards import terms_scale
+
+    case = load_case(Path(__file__).parent / "fixtures" / "precision-hazard-cancelling-loss-sum-sample26.json")
+    found = checker.check(case, ["torch/autocast"]).findings
+    assert not [f for f in found if f.error_class == "precision"], [f.message for f in found]
+    g = Graph((Input("a", (4,), "float32"),), (Node("s", "sum", ("a",)), Node("n", "neg", ("a",))), ("s", "n"))
+    values = {"a": np.array([1.0, -1.0, 2.0, -2.0]), "s": np.array(0.0), "n": -np.array([1.0, -1.0, 2.0, -2.0])}
+    assert terms_scale(g, "s", values) == 6.0 and terms_scale(g, "n", values) == 0.0
+
+
+def test_regression_a_backend_refusing_a_program_eager_refuses_too_is_no_coverage_gap(checker: Checker) -> None:
+    """triage26 sample #24 (f0f3f68e7a): a float64 noise-schedule scalar promotes the activation of a bfloat16
+    group_norm; PyTorch eager raises (mixed dtype), and TVM's refusal of the float64 group_norm was filed as its
+    coverage gap. Both refuse: agreement; the model hazard is the record."""
+    from fuzzer.ir import load_case
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-group-norm-unsupported-where-eager-raises-sample26.json")
+    found = checker.check(case, ["torch/eager", "tvm/default"]).findings
+    assert not [f for f in found if f.kind == "unsupported"], [f.message for f in found]
+    assert [f for f in found if f.kind == "model-hazard" and f.executor == "torch/eager"]

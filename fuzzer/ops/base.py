@@ -234,7 +234,8 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-xla", "autocast-fp32-xla", "autocast-inner-xla",
         "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar",
         "xla-batch-norm-training", "relax-fp8-astype", "relax-training-mean", "single-rounding", "stepwise",
-        "autograd-needs-weight", "relax-one-pass-variance", "dtype-limit-value", "bias-add-splits")
+        "autograd-needs-weight", "relax-one-pass-variance", "dtype-limit-value", "bias-add-splits",
+        "linear-reduction")
 
 
 @dataclass(frozen=True)
