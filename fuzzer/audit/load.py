@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..terminating import default_in_child
+from .blocks import BLOCK_VALUES
 from .translate import AuditInputError, Translation
 
 DEFAULT_FUNC = "make"
@@ -86,6 +87,16 @@ def load_model(path: Path, func: str, stage: Callable[[str], None] = lambda _: N
     return module, args
 
 
+def held_values(module: Any, example: tuple[Any, ...]) -> int:
+    """The parameter, buffer and input values a model holds (what a case would have to carry)."""
+    import torch
+
+    state = module.state_dict() if hasattr(module, "state_dict") else {}
+    tensors = [t for t in state.values() if isinstance(t, torch.Tensor)]
+    tensors += [t for t in torch.utils._pytree.tree_leaves(example) if isinstance(t, torch.Tensor)]
+    return sum(int(t.numel()) for t in tensors)
+
+
 def _describe(value: Any, depth: int = 0) -> str:
     """What a value is, in a few words: `a tuple (Linear, Tensor)`, `an int`, `None`."""
     import torch
@@ -128,16 +139,19 @@ def eager_error(module: Any, example: tuple[Any, ...]) -> str:
 
 
 def capture_isolated(path: Path, func: str, name: str, timeout: float,
-                     log: Callable[[str], None] = lambda _: None, train: bool = False) -> Translation:
+                     log: Callable[[str], None] = lambda _: None, train: bool = False,
+                     blocks: int | None = None) -> Translation:
     """Import MODEL.py, call FUNC() and translate the module, in a forked child process; the Translation.
 
     The model is the user's code: it may end the process (os._exit, a crash, a signal) or never finish, which
     no try/except in this process survives. The child does the work and sends the Translation back through a
     pipe; the parent turns a child that died, or ran past `timeout` seconds, into an AuditInputError naming the
     stage (import, FUNC(), torch.export). The child's stdout goes to stderr: stdout is the verdict's (--json).
-    Where fork is missing (not POSIX), the work runs in this process.
+    Where fork is missing (not POSIX), the work runs in this process. `blocks` (the most parameter values a block
+    holds), or a model holding more values than one case takes (translate.MAX_AUDIT_ELEMENTS): the audit at real
+    size, by blocks (fuzzer.audit.blocks).
     """
-    from .translate import as_bfloat16, translate
+    from .translate import MAX_AUDIT_ELEMENTS, as_bfloat16, translate
 
     def work(stage: Callable[[str], None]) -> Translation:
         module, example = load_model(path, func, stage)
@@ -152,11 +166,21 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
                 raise AuditInputError(str(exc)) from None
             module = loss_module(module, getattr(hooks, "loss", None))
         stage("export")
-        log(f"exporting {path}:{func}{' with its loss' if train else ''} with torch.export")
-        tr = translate(module, example, str(path), name)
-        tr.bf16, why = as_bfloat16(module, example, str(path), name)
-        if why:
-            tr.notes.append(why)
+        held = held_values(module, example)
+        by_blocks = blocks is not None or held > MAX_AUDIT_ELEMENTS
+        if by_blocks and train:
+            raise AuditInputError(f"{path}:{func}: --train takes a model of at most {MAX_AUDIT_ELEMENTS} parameter and "
+                                  f"input values (this one holds {held}); the audit by blocks is forward only")
+        log(f"exporting {path}:{func}{' with its loss' if train else ''} with torch.export"
+            + (f" ({held} parameter and input values: audited by blocks)" if by_blocks else ""))
+        tr = translate(module, example, str(path), name, blocks=(blocks or BLOCK_VALUES) if by_blocks else None)
+        if by_blocks:
+            tr.notes.append("model.to(bfloat16): the blocks run under that policy (the module is not re-exported "
+                            "after the move at real size)")
+        else:
+            tr.bf16, why = as_bfloat16(module, example, str(path), name)
+            if why:
+                tr.notes.append(why)
         if spec is not None:
             from .training import trainable
 

@@ -14,7 +14,7 @@ import math
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -61,6 +61,7 @@ class Translation:
     eager_error: str = ""  # what the module raised under eager PyTorch on its own example args ("" if it ran)
     optimizer: dict[str, Any] | None = None  # --train: the optimizer step's hyperparameters (audit.training)
     trainable: frozenset[str] | None = None  # --train: the parameters that take a gradient (not buffers)
+    blocks: "list[Any] | None" = None  # --blocks: the distinct blocks as cases (fuzzer.audit.blocks.BlockCase)
 
     def unexplained_eager_error(self) -> str:
         """The eager error when no dtype break of the captured graph explains it (a model hazard the audit reports
@@ -240,10 +241,11 @@ def passthrough() -> dict[Any, str]:
 # ---------------------------------------------------------------- translation
 
 
-def _values(tensor: Any) -> Any:
+def _values(tensor: Any, arrays: bool = False) -> Any:
     import torch
 
-    return tensor.detach().to("cpu").to(torch.float64).numpy().tolist()
+    values = tensor.detach().to("cpu").to(torch.float64).numpy()
+    return values if arrays else values.tolist()  # arrays: a real-size model's parameters (blocks take lists)
 
 
 @dataclass(frozen=True)
@@ -255,7 +257,7 @@ class _Empty:
     dtype: str
 
 
-def _input(name: str, tensor: Any, role: str) -> Input | _Empty:
+def _input(name: str, tensor: Any, role: str, arrays: bool = False) -> Input | _Empty:
     import torch
 
     if not isinstance(tensor, torch.Tensor):
@@ -268,7 +270,7 @@ def _input(name: str, tensor: Any, role: str) -> Input | _Empty:
     if torch.is_floating_point(tensor) and not bool(torch.isfinite(tensor.to(torch.float32)).all()):  # (fp8 has no
         # isfinite kernel; float32 holds every fp8 value)
         raise AuditInputError(f"input {name!r} holds inf or nan")
-    return Input(name, tuple(int(s) for s in tensor.shape), dtype, role, "tensor", {"values": _values(tensor)})
+    return Input(name, tuple(int(s) for s in tensor.shape), dtype, role, "tensor", {"values": _values(tensor, arrays)})
 
 
 def _describe_outputs(ep: Any, out_node: Any, computed: set[str], env: dict[str, Any]) -> str:
@@ -304,6 +306,16 @@ class _Builder:
         self.taken: set[str] = set()
         self.concrete: dict[str, Any] = {}  # fx node name -> its value, where only parameters and constants make it
         self.folded: list[str] = []  # calls no record takes, computed at translation from constants (their lines)
+        self.arrays = False  # inline values held as numpy arrays (the audit by blocks), not lists
+        self.made: dict[str, tuple[str, int | None]] = {}  # IR value -> the fx node whose output it is (and index)
+
+    def produced(self, fx_name: str) -> None:
+        """Note which IR values fx node `fx_name` outputs (before an in-place op rebinds its name in env)."""
+        value = self.env.get(fx_name)
+        for index, item in ([(None, value)] if isinstance(value, str) else
+                            list(enumerate(value)) if isinstance(value, (list, tuple)) else []):
+            if isinstance(item, str):
+                self.made.setdefault(item, (fx_name, index))
 
     def fresh(self, base: str) -> str:
         """An unused value name starting with `base`."""
@@ -377,7 +389,7 @@ def _placeholders(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder) -> N
         if kind == InputKind.USER_INPUT:
             value = next(user_args, None)
             if n.name in used:
-                b.env[n.name] = b.add_input(_input(b.fresh(n.name), value, "input"))
+                b.env[n.name] = b.add_input(_input(b.fresh(n.name), value, "input", b.arrays))
         elif kind in (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR):
             if n.name not in used:
                 continue
@@ -386,7 +398,7 @@ def _placeholders(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder) -> N
             if tensor is None:
                 tensor = ep.constants.get(target)
             role = "param" if kind != InputKind.CONSTANT_TENSOR else "input"
-            b.env[n.name] = b.add_input(_input(b.fresh(target), tensor, role))
+            b.env[n.name] = b.add_input(_input(b.fresh(target), tensor, role, b.arrays))
             if isinstance(tensor, torch.Tensor):
                 b.concrete[n.name] = tensor
         else:
@@ -521,6 +533,7 @@ def _calls(ep: Any, b: _Builder, model_file: str | None) -> tuple[list[str], set
                         b.emitter(n.name, src), b.info, shapes)
         try:
             b.env[n.name] = fn(call)
+            b.produced(n.name)
         except (_Skip, AtenSkip) as why:
             if _folded(n, value, b, src):
                 continue
@@ -541,7 +554,7 @@ def _folded(n: Any, value: Any, b: _Builder, src: Source) -> bool:
     if not isinstance(value, torch.Tensor) or value.numel() > MAX_FOLDED_ELEMENTS:
         return False
     try:
-        b.env[n.name] = b.add_input(_input(b.fresh(n.name), value, "param"))
+        b.env[n.name] = b.add_input(_input(b.fresh(n.name), value, "param", b.arrays))
     except AuditInputError:
         return False
     b.folded.append(f"{_op_name(n.target)} at {_where(src)}")
@@ -554,7 +567,7 @@ MAX_DECOMPOSITION_ROUNDS = 3
 
 
 def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model",
-              retry_float32: bool = True) -> Translation:
+              retry_float32: bool = True, blocks: int | None = None) -> Translation:
     """The module as a case: export, map every call through the op records, collect every untranslatable op.
 
     Calls no record takes but that PyTorch decomposes (torch.export's default table) are decomposed and
@@ -567,6 +580,7 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     decomposed: list[str] = []
     for _ in range(MAX_DECOMPOSITION_ROUNDS + 1):
         b = _Builder()
+        b.arrays = blocks is not None
         _placeholders(ep, module, args, b)
         failures, unknown = _calls(ep, b, model_file)
         table_ = torch.export.default_decompositions()
@@ -591,6 +605,8 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
                               f"returned {_describe_outputs(ep, out_node, computed, b.env)}")
     graph_ir = b.graph(outs)
     total = sum(math.prod(i.shape) for i in graph_ir.inputs)
+    if blocks is not None:
+        return _by_blocks(ep, module, args, b, graph_ir, model_file, name, notes, blocks)
     if total > MAX_AUDIT_ELEMENTS:
         raise AuditInputError(f"the model holds {total} parameter and input values, more than the "
                               f"{MAX_AUDIT_ELEMENTS} an audit takes (use smaller example args or a smaller config)")
@@ -600,6 +616,36 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         raise AuditInputError(f"the translated graph is invalid: {exc}") from None
     case = Case(graph_ir, ({},), {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name})
     return Translation(case, {k: v for k, v in b.sources.items() if k in computed}, notes)
+
+
+def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_ir: Graph, model_file: str | None,
+               name: str, notes: list[str], limit: int) -> Translation:
+    """The translation of a model of any size as its distinct blocks, each fed its recorded activations."""
+    from .blocks import block_case, boundary, distinct, partition, record
+
+    try:
+        infer(graph_ir)
+    except IRError as exc:
+        raise AuditInputError(f"the translated graph is invalid: {exc}") from None
+    sources = {k: v for k, v in b.sources.items() if k in {n.id for n in graph_ir.nodes}}
+    parts = partition(graph_ir, sources, limit)
+    recorded = record(ep, module, args, b.made, boundary(graph_ir, parts))
+    meta = {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name}
+    cases = []
+    for part in parts:
+        bc = block_case(graph_ir, part, recorded, sources, meta)
+        try:
+            check_size(bc.case.graph, infer(bc.case.graph))
+        except IRError as exc:
+            raise AuditInputError(f"block {part.name} is too big to judge: {exc}") from None
+        cases.append(bc)
+    kept = distinct(cases)
+    notes.append(f"real size by blocks: {len(parts)} block(s), {len(kept)} of them distinct (blocks of one structure "
+                 "are audited once, on the parameters and activations of the one fed the largest activations)")
+    whole = Graph(tuple(replace(i, init={"dist": "constant", "value": 0.0}) for i in graph_ir.inputs),
+                  graph_ir.nodes, graph_ir.outputs)  # its shapes only: the values are its blocks'
+    case = Case(whole, ({},), {**meta, "blocks": len(parts)})
+    return Translation(case, sources, notes, blocks=kept)
 
 
 def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name: str) -> tuple[Translation | None, str]:

@@ -451,3 +451,83 @@ def _hazard_lines(h: Hazard) -> list[str]:
         lines.append(f"      the {h.activation_dtype} comes from {'; '.join(h.promoted_by)}{at}")
     lines.append(f"      fix: {h.fix}")
     return lines
+
+
+# ---------------------------------------------------------------- the audit by blocks (issue 37)
+
+
+@dataclass
+class BlockVerdict:
+    """One distinct block's verdict, and the blocks of the same structure it stands for."""
+
+    name: str
+    members: list[str]
+    verdict: Verdict
+
+
+def _worst(cells: list[Cell], column: str) -> str:
+    """A block's cell for one backend column: a bug first, then a failure, else the largest accuracy ratio."""
+    mine = [c for c in cells if c.backend == column]
+    if not mine:
+        return "-"
+    if any(c.bug for c in mine):
+        return "BUG"
+    failed = next((c.status for c in mine if c.status != "runs"), None)
+    ratios = [c.ratio for c in mine if c.status == "runs" and c.ratio is not None]
+    text = (f"runs {max(ratios):.2g}" if ratios else "runs") if failed is None else failed
+    return text if failed is None or len(mine) == 1 else f"{text} ({sum(c.status != 'runs' for c in mine)}/{len(mine)})"
+
+
+def blocks_table(blocks: list[BlockVerdict]) -> str:
+    """One row per distinct block: what it stands for, its size, the worst cell per backend, hazards and bugs."""
+    cols = list(dict.fromkeys(c.backend for b in blocks for c in b.verdict.cells))
+    head = ["block", "blocks", "nodes", "values"] + cols + ["hazards", "bugs"]
+    body = [[b.name, str(len(b.members)), str(b.verdict.graph.get("nodes", "")), str(b.verdict.graph.get("values", ""))]
+            + [_worst(b.verdict.cells, k) for k in cols]
+            + [str(len(b.verdict.model_hazards)), str(len(b.verdict.bugs))] for b in blocks]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths)).rstrip() for line in [head, *body])
+
+
+def blocks_exit_status(blocks: list[BlockVerdict]) -> int:
+    """0 clean, 1 where any block has a model hazard or a backend bug."""
+    return max((b.verdict.exit_status for b in blocks), default=0)
+
+
+def render_blocks(model: str, blocks: list[BlockVerdict], graph: dict[str, int], notes: list[str],
+                  seconds: float) -> str:
+    """The human verdict of an audit by blocks: the block table, then each block's hazards, bugs and gaps."""
+    out = [f"precfuzz audit: {model} at real size, by blocks ({sum(len(b.members) for b in blocks)} blocks, "
+           f"{len(blocks)} distinct; {graph.get('nodes', 0)} nodes, {graph.get('values', 0)} parameter and input "
+           "values)", "", blocks_table(blocks),
+           "  (per backend, the worst cell of the block over every policy: runs R = max error / allowed error, "
+           "R <= 1 within the bound; BUG: a backend bug below)"]
+    for b in blocks:
+        v = b.verdict
+        if not (v.model_hazards or v.bugs or v.coverage or any(c.detail for c in v.cells)):
+            continue
+        also = f" (stands for {', '.join(b.members)})" if len(b.members) > 1 else ""
+        out += ["", f"== block {b.name}{also}"]
+        out += [f"  {c.row} / {c.executor}: {c.detail}" for c in v.cells if c.detail]
+        for h in [h for h in v.model_hazards if not h.update]:
+            out += _hazard_lines(h)
+        for bug in v.bugs:
+            where = f" at {bug.where} `{bug.code}`" if bug.where else ""
+            out.append(f"  [{bug.oracle}] {bug.executor}{where}: {bug.message}")
+            if bug.repro:
+                out.append(f"      minimized repro: {bug.repro}")
+        out += [f"  coverage gap: {c}" for c in v.coverage]
+        out += [f"  note: {n}" for n in v.notes]
+    out.append("")
+    out += [f"note: {n}" for n in notes]
+    status = blocks_exit_status(blocks)
+    out.append(f"verdict: {'HAZARDS OR BUGS' if status else 'clean'} ({seconds:.0f} s)")
+    return "\n".join(out)
+
+
+def blocks_json(model: str, blocks: list[BlockVerdict], graph: dict[str, int], notes: list[str],
+                seconds: float) -> dict[str, Any]:
+    """The --json object of an audit by blocks."""
+    return {"model": model, "by_blocks": True, "exit_status": blocks_exit_status(blocks),
+            "seconds": round(seconds, 1), "graph": graph, "notes": notes,
+            "blocks": [{"name": b.name, "members": b.members, **b.verdict.to_json()} for b in blocks]}

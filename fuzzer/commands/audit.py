@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ..audit.blocks import BLOCK_VALUES
 from ..check import Checker
 from ..executors import create
 from ..ir import save_case
@@ -56,6 +57,17 @@ def steps_int(text: str) -> int:
     return value
 
 
+def block_values_int(text: str) -> int:
+    """--block-values: an int in 1..2**40."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**40:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..2**40, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `precfuzz audit`."""
     parser.add_argument("model", help="MODEL.py[:FUNC] (FUNC defaults to make; the file is imported and run)")
@@ -77,6 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=steps_int, default=1,
                         help="with --train: judge optimizer step N, after N - 1 exact (float64) training steps of the "
                              "model, each at its own gradient (default 1: the first step, zero optimizer state)")
+    parser.add_argument("--blocks", action="store_true",
+                        help="audit block by block (module paths), each with its real parameters and the activations "
+                             "the whole model's eager run feeds it; automatic for a model holding more than "
+                             "2097152 parameter and input values")
+    parser.add_argument("--block-values", type=block_values_int, default=None,
+                        help="by blocks: split a module until its blocks hold at most N parameter values (default "
+                             "8388608; a module with no submodule is one block whatever its size); implies --blocks")
     add_force(parser, "an existing --save-case file or files under --out")
     parser.add_argument("--timeout", type=timeout_seconds, default=300.0,
                         help="seconds per executor call, and for importing, making and exporting the model "
@@ -111,7 +130,8 @@ def run(args: argparse.Namespace) -> int:
     with raised_on_termination(), ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
         pool.prime()  # the backends load while the model is imported and exported
         try:
-            tr = capture_isolated(path, func, model, args.timeout, log, train=args.train)
+            limit = args.block_values if args.block_values is not None else (BLOCK_VALUES if args.blocks else None)
+            tr = capture_isolated(path, func, model, args.timeout, log, train=args.train, blocks=limit)
             if args.train:
                 from ..audit.training import TrainingError, with_gradients
 
@@ -123,11 +143,55 @@ def run(args: argparse.Namespace) -> int:
                     raise AuditInputError(f"{path}:{func}: {exc}") from None
         except AuditInputError as exc:
             return fail(str(exc))
-        broken = tr.unexplained_eager_error()
+        if tr.blocks is not None and save is not None:
+            return fail(f"--save-case: {path}:{func} is audited by blocks (a case each); their cases are not saved")
+        broken = tr.unexplained_eager_error() if tr.blocks is None else tr.eager_error
         if broken:  # nothing to judge: every backend's failure on it would read as "clean"
             return fail(f"{path}:{func}: the model raises {broken} under eager PyTorch on its own example args, and "
                         "no dtype break explains it (fix the model or its example args)")
+        if tr.blocks is not None:
+            return _audit_blocks(args, pool, tr, path, func, out_dir, log, t0)
         return _audit(args, pool, tr, path, func, out_dir, save, log, t0)
+
+
+def _audit_blocks(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: Path, func: str, out_dir: Path,
+                  log: Callable[[str], None], t0: float) -> int:
+    """The audit at real size: each distinct block checked alone (fed its recorded activations), a progress line per
+    block, at most 3 backend bugs minimized over the model, one table of blocks."""
+    from ..audit.session import minimize_bugs, run_checks
+    from ..audit.verdict import BlockVerdict, blocks_exit_status, blocks_json, build, graph_size, render_blocks
+
+    command = "precfuzz audit " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "precfuzz audit"
+    checker = Checker(pool, side_by_side=True)
+    blocks = tr.blocks or []
+    done: list[BlockVerdict] = []
+    minimized, seen = 0, set()
+    for k, bc in enumerate(blocks, 1):
+        t1 = time.monotonic()
+        size = graph_size(bc.case.graph)
+        also = f", standing for {len(bc.block.members)} blocks of its structure" if len(bc.block.members) > 1 else ""
+        log(f"block {k}/{len(blocks)} {bc.block.name}: {size['nodes']} nodes, {size['values']} values{also}")
+        scenarios = run_checks(bc.case, checker, pool.names, log)
+        verdict = build(f"{path}:{func} [{bc.block.name}]", scenarios, bc.sources, [])
+        verdict.graph = size
+        fresh = [b for b in verdict.bugs if b.signature not in seen]
+        seen.update(b.signature for b in verdict.bugs)
+        if fresh and not args.no_minimize and minimized < 3:
+            before = sum(1 for b in verdict.bugs if b.repro)
+            minimize_bugs(verdict, scenarios, checker, out_dir, command, args.minimize_budget, 3 - minimized, log,
+                          args.force)
+            minimized += sum(1 for b in verdict.bugs if b.repro) - before
+        verdict.seconds = time.monotonic() - t1
+        done.append(BlockVerdict(bc.block.name, list(bc.block.members), verdict))
+        log(f"block {k}/{len(blocks)} {bc.block.name}: {'hazards or bugs' if verdict.exit_status else 'clean'} "
+            f"({verdict.seconds:.0f} s)")
+    seconds = time.monotonic() - t0
+    whole = graph_size(tr.case.graph)
+    if args.json:
+        print(json.dumps(blocks_json(f"{path}:{func}", done, whole, tr.notes, seconds), indent=1, default=str))
+    else:
+        print(safe(render_blocks(f"{path}:{func}", done, whole, tr.notes, seconds)))
+    return blocks_exit_status(done) or EXIT_OK
 
 
 def _audit(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: Path, func: str, out_dir: Path,
