@@ -123,3 +123,19 @@ def test_a_graphs_canonical_text_is_its_json_made_once_and_not_pickled() -> None
     assert graph.text == canonical(graph_to_json(graph)) and graph.text is graph.text
     back = pickle.loads(pickle.dumps(graph))
     assert back == graph and "text" not in back.__dict__ and back.text == graph.text
+
+
+def test_regression_a_widened_bf16_min_fill_is_a_valid_graph() -> None:
+    """triage27 internal error: the float32 model of a bfloat16 attention mask full(value="min") keeps the mask's
+    number, -3.39e38, and the interpreter's JSON round trip refused it (values were capped at 2**63, for ints). A
+    float fill may be as large as its format's limit; an int tensor still cannot hold a number beyond int64."""
+    from fuzzer.dtypes import LOW_PRECISION
+    from fuzzer.ir import IRError, Graph, Node, graph_from_json, graph_to_json, infer, redeclare
+
+    g = Graph((), (Node("mask_fill", "full", (), {"shape": [2, 2], "value": "min", "dtype": "bfloat16"}),), ("mask_fill",))
+    wide = redeclare(g, LOW_PRECISION, "float32")
+    back = graph_from_json(graph_to_json(wide), trusted=True)
+    assert back.nodes[0].attrs["value"] < -3.3e38 and back.nodes[0].attrs["dtype"] == "float32"
+    bad = Graph((), (Node("f", "full", (), {"shape": [2], "value": -3.4e38, "dtype": "int64"}),), ("f",))
+    with pytest.raises(IRError, match="cannot hold"):
+        infer(bad)
