@@ -28,7 +28,7 @@ from .interpret import (
 )
 from .ir import Case, Graph
 from .ops.sources import function_source, snapshot_loaded
-from .values import expression, make_values
+from .values import expression, has_inline, inline, make_values
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,8 @@ def inputs_code(case: Case, set_index: int) -> str:
     for inp in case.graph.inputs:
         spec = overrides.get(inp.name, inp.init)
         shape = tuple(inp.shape)
-        if "values" in spec:
-            expr = f"np.broadcast_to(np.array({np.asarray(spec['values'], dtype=np.float64).tolist()!r}), {shape!r})"
+        if has_inline(spec):
+            expr = f"np.broadcast_to(np.array({inline(spec).tolist()!r}), {shape!r})"
         else:
             expr = expression(spec)
             if "rng" in expr:

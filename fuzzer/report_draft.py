@@ -11,6 +11,7 @@ from oracles.vocabulary import Kind, Oracle
 
 from . import markdown as md
 from .ir import Case
+from .values import has_inline
 
 EXPECTED = {
     Oracle.ERROR_BOUND: "each output within the error that an implementation computing with float32 accumulation (each op "
@@ -78,7 +79,7 @@ def cause_hint(case: Case, finding: Finding) -> str:
 
 def describe_values(spec: dict[str, Any]) -> str:
     """A value spec in words."""
-    if "values" in spec:
+    if has_inline(spec):
         return "the values given"
     dist, args = spec.get("dist", "?"), {k: v for k, v in spec.items() if k not in ("dist", "seed")}
     if dist == "alternating":

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from fuzzer.dtypes import FLOAT_FORMATS, is_float
+from fuzzer.values import has_inline, inline
 
 from .draw import DrawSource
 from .ranges import Interval, rounded, union
@@ -154,8 +155,8 @@ def spec_sets(draw: DrawSource, n_sets: int, first: Spec, variant: Callable[[], 
 
 def spec_interval(spec: Spec, dtype: str) -> Interval:
     """An interval holding every value the spec makes after rounding to dtype."""
-    if "values" in spec:
-        raw = np.asarray(spec["values"], dtype=np.float64)
+    if has_inline(spec):
+        raw = inline(spec)
         iv = (float(raw.min()), float(raw.max()))
     else:
         dist = spec["dist"]

@@ -13,6 +13,7 @@ import numpy as np
 from fuzzer.audit.blocks import Block, block_case, boundary, distinct, module_path, partition, structure
 from fuzzer.audit.translate import Source
 from fuzzer.ir import Graph, Input, Node, infer
+from fuzzer.values import inline
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -86,14 +87,14 @@ def test_a_block_case_is_fed_its_recorded_activations_and_blocks_of_one_structur
     cases = [block_case(graph, b, recorded, sources, {"model": "m"}) for b in blocks]
     a1 = cases[1].case.graph
     assert [i.name for i in a1.inputs] == ["l0", "w1"] and a1.outputs == ("l1",) and cases[1].fed == ("l0",)
-    assert np.asarray(a1.input("l0").init["values"]).tolist() == recorded["l0"].tolist()
+    assert inline(a1.input("l0").init).tolist() == recorded["l0"].tolist()  # packed: base64 of float64
     infer(a1)
     assert structure(cases[0].case) == structure(cases[1].case) != structure(cases[3].case)  # names aside
     same = [block_case(graph, Block("a.1", ("l1",)), recorded, sources, {}),
             block_case(graph, Block("again", ("l1",)), {**recorded, "l0": np.ones((2, 4))}, sources, {})]
     (kept,) = distinct(same)  # values differ, structure does not: the one fed the largest activations stands
     assert kept.block.members == ("again", "a.1") and kept.case.meta["members"] == ["again", "a.1"]
-    assert kept.case.graph.input("l0").init["values"][0][0] == 1.0
+    assert inline(kept.case.graph.input("l0").init)[0][0] == 1.0
 
 
 def test_audit_by_blocks_end_to_end_on_a_small_stack(tmp_path: Path) -> None:
@@ -113,3 +114,19 @@ def test_audit_by_blocks_end_to_end_on_a_small_stack(tmp_path: Path) -> None:
     assert {"embed", "head"} <= set(names) and verdict["graph"]["parameters"] == 16
     assert all(b["table"] for b in verdict["blocks"])
     assert "block 2/" in done.stderr  # a progress line per block
+
+
+def test_packed_values_round_trip_and_bad_ones_are_one_line_errors() -> None:
+    """A packed spec (base64 of float64) makes the same values as a list; a bad one is a ValueSpecError."""
+    import pytest
+
+    from fuzzer.values import ValueSpecError, check_spec, make_values, pack
+
+    arr = np.array([[1.5, -2.0, 3.25], [0.0, 1e-3, 7.0]])
+    spec = pack(arr)
+    check_spec(spec, (2, 3))
+    assert make_values(spec, (2, 3), "float32").tolist() == make_values({"values": arr.tolist()}, (2, 3), "float32").tolist()
+    for bad, why in (({"packed": "***", "shape": [2]}, "not base64"), ({**spec, "shape": [7]}, "not the 7"),
+                     (pack(np.array([np.inf])), "finite")):
+        with pytest.raises(ValueSpecError, match=why):
+            check_spec(bad)

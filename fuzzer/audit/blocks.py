@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Case, Graph, Input, infer
+from ..values import inline, pack
 from .translate import Source
 
 BLOCK_VALUES = 2**23  # parameter values one block may hold (float64 8M values: 64 MiB per copy) unless it is one module
@@ -115,6 +116,7 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     if missing:
         raise KeyError(f"block {block.name}: no recorded value for {', '.join(missing[:3])}")
     made = [Input(r, typed.values[r].shape, typed.values[r].dtype, "input", typed.values[r].kind,
+                  pack(recorded[r]) if typed.values[r].kind == "tensor" else
                   {"values": np.asarray(recorded[r], dtype=np.float64).tolist()}) for r in fed]
     ins = tuple(inputs[r] if r in inputs else made[fed.index(r)] for r in read)
     later = {o for n in graph.nodes if n.id not in inside for o in n.inputs if isinstance(o, str)}
@@ -125,10 +127,10 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
 
 
 def _listed(inp: Input) -> Input:
-    """An input whose inline values are a list (a translation at real size holds them as arrays)."""
+    """An input whose inline values are packed (a translation at real size holds them as arrays)."""
     values = (inp.init or {}).get("values")
     if isinstance(values, np.ndarray):
-        return replace(inp, init={**inp.init, "values": values.tolist()})
+        return replace(inp, init=pack(values))
     return inp
 
 
@@ -155,7 +157,7 @@ def structure(case: Case) -> str:
 def fed_magnitude(bc: BlockCase) -> float:
     """The largest magnitude among the activations a block is fed (0 for a block fed none)."""
     g = bc.case.graph
-    return max((float(np.max(np.abs(np.asarray(g.input(name).init["values"], dtype=np.float64)), initial=0.0))
+    return max((float(np.max(np.abs(inline(g.input(name).init)), initial=0.0))
                 for name in bc.fed), default=0.0)
 
 

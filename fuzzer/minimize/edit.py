@@ -10,7 +10,7 @@ import numpy as np
 
 from ..identifiers import fresh_name
 from ..ir import Case, Graph, Input, IRError, Node, check_training, infer, input_values
-from ..values import ValueSpecError
+from ..values import ValueSpecError, has_inline, inline
 
 Spec = dict[str, Any]
 
@@ -67,9 +67,9 @@ def valid(case: Case) -> bool:
 
 def reshape_spec(spec: Spec, old: tuple[int, ...], new: tuple[int, ...], edit: Callable[[np.ndarray], np.ndarray]) -> Spec:
     """A value spec for a reshaped input: distributions are shape-free, inline values go through `edit`."""
-    if "values" not in spec:
+    if not has_inline(spec):
         return spec
-    arr = np.broadcast_to(np.asarray(spec["values"], dtype=np.float64), old)
+    arr = np.broadcast_to(inline(spec), old)
     return {"values": np.asarray(edit(arr), dtype=np.float64).reshape(new).tolist()}
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..ir import Case, infer
 from ..ops import is_cast
+from ..values import has_inline, inline
 from .edit import elements
 
 # Cost of a dtype: wider (float32) is simpler to reason about than the narrow formats; ints are left alone.
@@ -60,8 +61,8 @@ def digits(value: float) -> int:
 
 def spec_cost(spec: dict[str, Any]) -> int:
     """Complexity of one value spec (kind, then the digits of its parameters, then a non-zero seed)."""
-    if "values" in spec:
-        distinct = np.unique(np.asarray(spec["values"], dtype=np.float64))
+    if has_inline(spec):
+        distinct = np.unique(inline(spec))
         return INLINE_BASE + 4 * len(distinct) + sum(digits(float(v)) for v in distinct)
     params = sum(digits(float(v)) for k, v in spec.items() if k not in ("dist", "seed"))
     return SPEC_BASE.get(spec.get("dist", ""), 80) + params + (1 if spec.get("seed", 0) else 0)

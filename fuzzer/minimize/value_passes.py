@@ -10,7 +10,7 @@ import numpy as np
 from ..dtypes import is_float
 from ..ir import Case, Input, input_values
 from ..ops import is_cast
-from ..values import DISTRIBUTIONS, ValueSpecError, make_values
+from ..values import DISTRIBUTIONS, ValueSpecError, has_inline, inline, make_values
 from .candidates import Candidate, offer
 from .edit import Spec, simplest_spec
 from .size import DTYPE_COST
@@ -86,7 +86,7 @@ def spec_variants(spec: Spec, values: np.ndarray) -> list[Spec]:
     out: list[Spec] = [{"dist": "constant", "value": v} for v in dict.fromkeys((1.0, 0.0, mean, big))]
     out.append(simplest_spec(flat.reshape(np.shape(values))) if flat.size else {"dist": "constant", "value": 0.0})
     out += [{"dist": "alternating", "value": v} for v in dict.fromkeys((big, 1.0)) if v > 0]
-    if "values" in spec:
+    if has_inline(spec):
         for sig in (1, 2, 3):
             out.append(simplest_spec(np.vectorize(lambda v, s=sig: _round(v, s) if np.isfinite(v) else v)(np.asarray(values, dtype=np.float64))))
     elif spec.get("dist") in DISTRIBUTIONS:
@@ -140,6 +140,6 @@ def simpler_values(case: Case) -> Iterator[Candidate]:
 
 def _show(spec: Spec) -> str:
     """A short text of a spec for logs."""
-    if "values" in spec:
-        return f"{np.asarray(spec['values']).size} inline values"
+    if has_inline(spec):
+        return f"{inline(spec).size} inline values"
     return ", ".join(f"{k}={v}" for k, v in spec.items())
