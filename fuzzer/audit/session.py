@@ -42,7 +42,8 @@ def scenario(label: str, result: CheckResult, checker: Checker) -> Scenario:
     exs = checker.pool.executors
     names = list(result.outcomes)
     return Scenario(label, result, {n: exs[n].policy for n in names},
-                    {n: exs[n].policy_graph(result.case.graph) for n in names})
+                    {n: exs[n].policy_graph(result.case.graph) for n in names},
+                    not_judged={n: exs[n].not_judged for n in names if exs[n].not_judged})
 
 
 MOVED = "model.to(bfloat16), exported after the move"  # the module exported after model.to(bfloat16)

@@ -37,6 +37,7 @@ class Scenario:
     policies: dict[str, str]  # executor -> policy
     policy_graphs: dict[str, Graph]  # executor -> the PyTorch program its policy runs
     sources: dict[str, "Source"] | None = None  # a graph captured on its own (the moved module): its own lines
+    not_judged: dict[str, str] = field(default_factory=dict)  # executor -> why its numbers are not judged
 
 
 @dataclass
@@ -169,8 +170,12 @@ def cells_of(sc: Scenario, bf16_module: bool) -> list[Cell]:
         if r["status"] == "ok" and any(f.oracle in (Oracle.DTYPE_DIVERGENCE, Oracle.SILENT_DOWNCAST) for f in mine):
             status = "wrong dtype"
         bug = any(f.kind == Kind.BACKEND_BUG for f in mine)
+        detail = r["detail"]
+        if status == "runs" and r["ratio"] is None:  # every cell says what it judged (issue 37)
+            detail = (f"runs; its accuracy is not judged: {sc.not_judged[name]}" if name in sc.not_judged else
+                      "runs; no accuracy figure (no floating-point output compared with the reference)")
         out.append(Cell(row_label(sc.policies[name], sc.label, bf16_module), backend_column(name), name, status,
-                        r["ratio"], bug, r["detail"], res.backward.get(name, "")))
+                        r["ratio"], bug, detail, res.backward.get(name, "")))
     for name, outs in res.eager.items():  # eager on the CPU under an XLA-only policy
         key = (sc.policies[name], "torch (cpu)")
         if key in covered or not outs:
@@ -350,6 +355,8 @@ def without_follow_ons(hazards: list[Hazard]) -> list[Hazard]:
 def _cell_text(c: Cell) -> str:
     if c.status == "runs" and c.ratio is not None:
         text = f"runs {c.ratio:.2g}" if math.isfinite(c.ratio) else "runs inf"
+    elif c.status == "runs":
+        text = "runs (not judged)"
     else:
         text = c.status
     if c.backward and c.backward != "-":
@@ -502,13 +509,17 @@ def render_blocks(model: str, blocks: list[BlockVerdict], graph: dict[str, int],
            "values)", "", blocks_table(blocks),
            "  (per backend, the worst cell of the block over every policy: runs R = max error / allowed error, "
            "R <= 1 within the bound; BUG: a backend bug below)"]
+    unjudged = dict.fromkeys(f"{c.row} / {c.executor}: {c.detail}" for b in blocks for c in b.verdict.cells
+                             if c.detail.startswith("runs;"))
+    out += [f"  {line}" for line in unjudged]
     for b in blocks:
         v = b.verdict
-        if not (v.model_hazards or v.bugs or v.coverage or any(c.detail for c in v.cells)):
+        failed = [c for c in v.cells if c.detail and not c.detail.startswith("runs;")]
+        if not (v.model_hazards or v.bugs or v.coverage or failed):
             continue
         also = f" (stands for {', '.join(b.members)})" if len(b.members) > 1 else ""
         out += ["", f"== block {b.name}{also}"]
-        out += [f"  {c.row} / {c.executor}: {c.detail}" for c in v.cells if c.detail]
+        out += [f"  {c.row} / {c.executor}: {c.detail}" for c in failed]
         for h in [h for h in v.model_hazards if not h.update]:
             out += _hazard_lines(h)
         for bug in v.bugs:
