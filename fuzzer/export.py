@@ -28,7 +28,7 @@ from .interpret import (
 )
 from .ir import Case, Graph
 from .ops.sources import function_source, snapshot_loaded
-from .values import expression, has_inline, inline, make_values
+from .values import expression, has_inline, inline_expr, make_values
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def inputs_code(case: Case, set_index: int) -> str:
         spec = overrides.get(inp.name, inp.init)
         shape = tuple(inp.shape)
         if has_inline(spec):
-            expr = f"np.broadcast_to(np.array({inline(spec).tolist()!r}), {shape!r})"
+            expr = inline_expr(spec, shape)
         else:
             expr = expression(spec)
             if "rng" in expr:

@@ -40,7 +40,7 @@ from .interpret import evaluate, ideal_values, reference_functions, render_refer
 from .ir import Case, Graph, infer, input_values, op_attrs, redeclare
 from .ops import OPS, is_cast
 from .ops.base import NumpyCall
-from .values import expression, has_inline, inline
+from .values import expression, has_inline, inline_expr
 
 ACCURACY = (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION)
 RAISES = (Oracle.STATUS_DIVERGENCE, Oracle.COVERAGE, Oracle.CRASH, Oracle.TIMEOUT)
@@ -182,7 +182,7 @@ def render_interpreted(graph: Graph, name: str = "exact") -> str:
 def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind: str) -> tuple[str, int | None]:
     """(numpy expression of an input's raw values, the rng seed it needs or None)."""
     if has_inline(spec):
-        return f"np.broadcast_to(np.array({inline(spec).tolist()!r}), {shape!r})", None
+        return inline_expr(spec, shape), None
     expr = re.sub(r"\bshape\b", repr(tuple(shape)), expression(spec))
     expr = re.sub(r"math\.prod\(\(([0-9, ]*)\)\)",  # the element count as a number: no `import math` for it
                   lambda m: str(math.prod(int(d) for d in m.group(1).split(",") if d.strip())), expr)

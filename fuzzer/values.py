@@ -130,6 +130,20 @@ def inline(spec: dict[str, Any]) -> np.ndarray:
     return raw
 
 
+LISTED = 4096  # inline values a script writes as a list literal; more are written packed (base64 of float64)
+
+
+def inline_expr(spec: dict[str, Any], shape: tuple[int, ...]) -> str:
+    """The numpy expression a script makes a spec's inline values with: a list literal, or for more than LISTED
+    values (a real model's weights) the packed bytes decoded (a list of millions of numbers is slow to parse)."""
+    raw = inline(spec)
+    if raw.size <= LISTED:
+        return f"np.broadcast_to(np.array({raw.tolist()!r}), {tuple(shape)!r})"
+    packed = pack(raw)[PACKED]
+    made = f"np.frombuffer(__import__('base64').b64decode({packed!r}), '<f8').reshape({list(raw.shape)!r})"
+    return made if raw.shape == tuple(shape) else f"np.broadcast_to({made}, {tuple(shape)!r})"
+
+
 def inline_values(values: Any) -> np.ndarray:
     """Inline values as a float64 array; ValueSpecError unless they are finite numbers in a regular nested list."""
     if not _all_numbers(values):

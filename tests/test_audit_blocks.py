@@ -87,9 +87,10 @@ def test_a_block_case_is_fed_its_recorded_activations_and_blocks_of_one_structur
     cases = [block_case(graph, b, recorded, sources, {"model": "m"}) for b in blocks]
     a1 = cases[1].case.graph
     assert [i.name for i in a1.inputs] == ["l0", "w1"] and a1.outputs == ("l1",) and cases[1].fed == ("l0",)
+    assert a1.input("l0").role == "param"  # model.to(bfloat16) casts it: the block before made it in bfloat16
     assert inline(a1.input("l0").init).tolist() == recorded["l0"].tolist()  # packed: base64 of float64
     infer(a1)
-    assert structure(cases[0].case) == structure(cases[1].case) != structure(cases[3].case)  # names aside
+    assert structure(cases[0].case) != structure(cases[1].case) != structure(cases[3].case)  # x is the user's input
     same = [block_case(graph, Block("a.1", ("l1",)), recorded, sources, {}),
             block_case(graph, Block("again", ("l1",)), {**recorded, "l0": np.ones((2, 4))}, sources, {})]
     (kept,) = distinct(same)  # values differ, structure does not: the one fed the largest activations stands
@@ -130,3 +131,14 @@ def test_packed_values_round_trip_and_bad_ones_are_one_line_errors() -> None:
                      (pack(np.array([np.inf])), "finite")):
         with pytest.raises(ValueSpecError, match=why):
             check_spec(bad)
+
+
+def test_a_script_makes_many_inline_values_from_their_packed_bytes() -> None:
+    """A repro of a block with real weights: more than LISTED values are written packed, and evaluate to them."""
+    from fuzzer.values import LISTED, inline_expr, pack
+
+    small, big = np.arange(6.0).reshape(2, 3), np.linspace(-1, 1, LISTED + 1)
+    assert inline_expr(pack(small), (2, 3)).startswith("np.broadcast_to(np.array([[0.0, 1.0, 2.0]")
+    text = inline_expr(pack(big), (LISTED + 1,))
+    assert "b64decode" in text and len(text) < 12 * big.size
+    assert np.array_equal(eval(text, {"np": np}), big)  # noqa: S307 - our own expression

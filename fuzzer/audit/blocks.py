@@ -115,7 +115,10 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     missing = [r for r in fed if r not in recorded]
     if missing:
         raise KeyError(f"block {block.name}: no recorded value for {', '.join(missing[:3])}")
-    made = [Input(r, typed.values[r].shape, typed.values[r].dtype, "input", typed.values[r].kind,
+    # a fed activation is what the block before made: under model.to(bfloat16) that block made it in bfloat16, so
+    # the policy must cast it as it casts the parameters (role "param"; fed as float32 it read as an input cast the
+    # caller owes, and eager raised at every conv of real-size resnet18)
+    made = [Input(r, typed.values[r].shape, typed.values[r].dtype, "param", typed.values[r].kind,
                   pack(recorded[r]) if typed.values[r].kind == "tensor" else
                   {"values": np.asarray(recorded[r], dtype=np.float64).tolist()}) for r in fed]
     ins = tuple(inputs[r] if r in inputs else made[fed.index(r)] for r in read)

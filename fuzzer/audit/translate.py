@@ -244,8 +244,11 @@ def passthrough() -> dict[Any, str]:
 def _values(tensor: Any, arrays: bool = False) -> Any:
     import torch
 
-    values = tensor.detach().to("cpu").to(torch.float64).numpy()
-    return values if arrays else values.tolist()  # arrays: a real-size model's parameters (blocks take lists)
+    if arrays:  # a real-size model's parameters: float32 holds every 16-bit and float32 value (no float64 copy of a
+        # 1B model; blocks pack theirs as float64)
+        wide = torch.float64 if tensor.dtype == torch.float64 or not tensor.is_floating_point() else torch.float32
+        return tensor.detach().to("cpu").to(wide).numpy()
+    return tensor.detach().to("cpu").to(torch.float64).numpy().tolist()
 
 
 @dataclass(frozen=True)

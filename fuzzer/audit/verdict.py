@@ -487,7 +487,9 @@ def _worst(cells: list[Cell], column: str) -> str:
 
 def blocks_table(blocks: list[BlockVerdict]) -> str:
     """One row per distinct block: what it stands for, its size, the worst cell per backend, hazards and bugs."""
-    cols = list(dict.fromkeys(c.backend for b in blocks for c in b.verdict.cells))
+    order = ["torch (cpu)", "torch_xla"]
+    cols = sorted(dict.fromkeys(c.backend for b in blocks for c in b.verdict.cells),
+                  key=lambda k: (order.index(k) if k in order else len(order), k))
     head = ["block", "blocks", "nodes", "values"] + cols + ["hazards", "bugs"]
     body = [[b.name, str(len(b.members)), str(b.verdict.graph.get("nodes", "")), str(b.verdict.graph.get("values", ""))]
             + [_worst(b.verdict.cells, k) for k in cols]
