@@ -134,6 +134,7 @@ def reference(graph: Graph, values: Values) -> tuple[list[np.ndarray], list[list
     if any(f == 0.0 for f in floors):  # float32 as exact as float64 (both cancel exactly): no estimate there
         terms = term_magnitudes(graph, values)
         floors = [t if f == 0.0 else f for f, t in zip(floors, terms)]
+    floors = [max(f, n) for f, n in zip(floors, normalized_terms(graph, values))]
     in_order = summed_in_order(graph, values)
     if any(g is not None for g in in_order):
         ideals.append([i if g is None else g for g, i in zip(in_order, ideals[1])])
@@ -215,6 +216,48 @@ def term_magnitudes(graph: Graph, values: Values, seed: int = 0) -> list[float]:
         return [0.0] * len(leaves)
     grads = torch.autograd.grad(total, leaves, allow_unused=True)
     return [0.0 if g is None else float(torch.sqrt(torch.mean(g.detach() ** 2))) for g in grads]
+
+
+def normalized_terms(graph: Graph, values: Values) -> list[float]:
+    """Per gradient of graph.wrt, the magnitude of the terms a norm's weight gradient sums where that weight is the
+    input: sum |dy| * max(|x|, |mean|) * rstd over the axes the weight broadcasts along (0 for other inputs).
+
+    The normalized value x_hat = (x - mean) * rstd carries an ULP of float32 at |x| * rstd whatever it is: a mean
+    computed as sum * (1/N) misses by an ULP of |x|, and 1/sqrt(eps) = 316 amplifies it on a constant row, whose
+    x_hat is exactly 0 (triage27 b521ee6a3d: XLA's float32 mean of 95 threes gave x_hat = 7.5e-5, the weight's
+    gradient sum(dy * x_hat) 7.8e-5 where the exact one is 0, filed at 4.23e35x)."""
+    from .interpret import evaluate
+    from .ops.norms import scale_shift_magnitude
+
+    out = [0.0] * len(graph.wrt)
+    upstream = None
+    forward = None
+    for node in graph.nodes:
+        slots = OPS[node.op].operands
+        at = slots.index("weight?") if "weight?" in slots else None
+        weight = node.inputs[at] if at is not None and at < len(node.inputs) else None
+        if not isinstance(weight, str) or weight not in graph.wrt:
+            continue
+        if upstream is None:
+            upstream, forward = intermediate_grads(graph, values), evaluate(graph, values, rounded=False)
+        if node.id not in upstream:
+            continue
+        args = [forward[o] if isinstance(o, str) else o for o in node.inputs]
+        args[at] = None  # the terms at weight 1: the gradient's terms are dy * x_hat
+        with np.errstate(all="ignore"):
+            m = scale_shift_magnitude(node.op, args, {**OPS[node.op].attrs, **node.attrs})
+        if m is None:
+            continue
+        terms = np.abs(np.broadcast_to(upstream[node.id], np.shape(m))) * m
+        w = np.shape(forward[weight])
+        axes = (tuple(range(terms.ndim - len(w))) if terms.shape[terms.ndim - len(w):] == tuple(w) else
+                tuple(a for a in range(terms.ndim) if a != 1) if w == (terms.shape[1],) else None)
+        if axes is None:
+            continue
+        summed = np.nan_to_num(terms.sum(axis=axes), nan=0.0, posinf=0.0)
+        k = graph.wrt.index(weight)
+        out[k] = max(out[k], float(np.sqrt(np.mean(summed**2))) if summed.size else 0.0)
+    return out
 
 
 def intermediate_grads(graph: Graph, values: Values) -> dict[str, np.ndarray]:

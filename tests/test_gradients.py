@@ -712,3 +712,26 @@ def test_regression_a_layer_norm_gradient_off_by_its_saved_rstd_says_so(fixture,
     assert "per row, as a wrong saved 1/std would make it" in f.message
     said = title(f)
     assert said.startswith(f"[torch_xla] {dtype} layer_norm backward: the gradient of x is") and "a wrong saved 1/std" in said, said
+
+
+def test_regression_a_norm_weight_gradient_is_judged_at_its_normalized_terms() -> None:
+    """triage27 b521ee6a3d: a bfloat16 layer_norm of constant rows (x = 3, 95 wide): x_hat is exactly 0, so the
+    exact gradient of gamma, sum(dy * x_hat), is 0 and its floor was the subnormal one; XLA's float32 mean, sum *
+    (1/95), misses by an ULP and 1/sqrt(eps) = 316 makes x_hat 7.5e-5: filed at 4.23e35x. The floor of a norm
+    weight's gradient is the size of its terms, |dy| * |x| * rstd (an ULP of float32 there is the mean's
+    rounding); the gradient of x off by a wrong saved rstd (test above) is still found."""
+    from fuzzer.gradients import normalized_terms
+    from fuzzer.ir import input_values, load_case
+
+    case = load_case(FIXTURES / "xla-layer-norm-constant-rows-gamma-grad-b521ee6a3d-triage27.json")
+    numeric = case.graph
+    values = input_values(case, 0)
+    floors = normalized_terms(numeric, values)
+    k = numeric.wrt.index(next(n.inputs[1] for n in numeric.nodes if n.op == "layer_norm"))
+    assert floors[k] > 100.0  # 316 * 3 * sum |dy|
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    with ExecutorPool(["torch/eager", "xla/native"]) as pool:
+        result = Checker(pool).check(case, ["xla/native"])
+    assert not [f for f in result.findings if f.details.get("grad")], [f.message for f in result.findings]
