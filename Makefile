@@ -53,7 +53,7 @@ smoke: install
 	$(BIN)/precfuzz smoke --junit results/smoke/junit.xml
 
 bench: install
-	$(BIN)/python -m bench.run $(if $(BENCH_ZOO),--zoo)
+	$(BIN)/python -m bench.run $(if $(BENCH_ZOO),--zoo) $(if $(BENCH_SCALE),--scale)
 
 # every corpus/zoo model audited in its own process: results/zoo/zoo.md (model x policy x backend), zoo.json, ops.md,
 # junit.xml; exit 1 while a model does not audit end to end

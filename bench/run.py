@@ -142,6 +142,58 @@ def audit_zoo(timeout_s: float) -> dict:
             "budget_s": BUDGET_S, "over_budget": [e.model for e in entries if e.exit is None or e.seconds > BUDGET_S]}
 
 
+SCALE = ROOT / "corpus" / "scale"  # real-size models, audited by blocks (issue 37)
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and all its descendants, MiB (Linux /proc; 0 where it is missing)."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            parents[int(entry.name)] = int(fields[1])
+            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        if p in tree:
+            continue
+        tree.add(p)
+        todo += [c for c, parent in parents.items() if parent == p]
+    return sum(rss.get(p, 0) for p in tree) / 2**20
+
+
+def audit_scale(timeout_s: float) -> dict:
+    """Wall seconds and peak resident memory (the audit's whole process tree, sampled every 0.5 s) of `precfuzz
+    audit` on each real-size model of corpus/scale (issue 37: <= 10 minutes and <= 16 GB each on 2 cores)."""
+    out = {}
+    for model in sorted(SCALE.glob("*.py")):
+        print(f"bench: audit at real size {model.name}", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--no-minimize", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+        peak = 0.0
+        while proc.poll() is None and time.perf_counter() - t0 < timeout_s:
+            peak = max(peak, tree_rss_mb(proc.pid))
+            time.sleep(0.5)
+        if proc.poll() is None:
+            proc.kill()
+        text = proc.communicate()[0]
+        try:
+            verdict = json.loads(text)
+        except ValueError:
+            verdict = {}
+        out[model.stem] = {"seconds": round(time.perf_counter() - t0, 1), "exit": proc.returncode,
+                           "peak_rss_mb": round(peak), "blocks": len(verdict.get("blocks", [])),
+                           "values": verdict.get("graph", {}).get("values")}
+    return out
+
+
 def training_cost(seed: int, count: int, executors: list[str]) -> dict:
     """Training cases against their own graphs run forward-only (the grad flags dropped), case by case in one pool
     (issue 35: a training case costs at most 3x a forward case of the same graph): wall seconds per check, tests/s."""
@@ -187,13 +239,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--executors", default=None)
     parser.add_argument("--minimize-budget", type=float, default=120.0)
-    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit, training, zoo")
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: modes, minimize, audit, training, zoo, scale")
     parser.add_argument("--training-cases", type=int, default=int(os.environ.get("BENCH_TRAINING_CASES", 24)),
                         help="training cases the training part checks, each also run forward-only")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results.json"))
     parser.add_argument("--zoo", action="store_true", default=bool(os.environ.get("BENCH_ZOO")),
                         help="also audit every corpus/zoo model (audit_zoo: seconds per model; ~12 audits, opt-in)")
     parser.add_argument("--zoo-timeout", type=float, default=600.0, help="seconds per zoo model's audit")
+    parser.add_argument("--scale", action="store_true", default=bool(os.environ.get("BENCH_SCALE")),
+                        help="also audit the real-size models of corpus/scale (by blocks): seconds and peak memory")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     executors = select_executors(args.executors)
@@ -229,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
         result["training"] = training_cost(args.seed, args.training_cases, executors)
     if args.zoo and "zoo" not in skip:
         result["audit_zoo"] = audit_zoo(args.zoo_timeout)
+    if args.scale and "scale" not in skip:
+        result["audit_scale"] = audit_scale(args.zoo_timeout)
     result["machine"] = {"cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2),
                          "python": platform.python_version(), "platform": platform.platform()}
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
