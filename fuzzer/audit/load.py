@@ -174,13 +174,10 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         log(f"exporting {path}:{func}{' with its loss' if train else ''} with torch.export"
             + (f" ({held} parameter and input values: audited by blocks)" if by_blocks else ""))
         tr = translate(module, example, str(path), name, blocks=(blocks or BLOCK_VALUES) if by_blocks else None)
-        if by_blocks:
-            tr.notes.append("model.to(bfloat16): the blocks run under that policy (the module is not re-exported "
-                            "after the move at real size)")
-        else:
-            tr.bf16, why = as_bfloat16(module, example, str(path), name)
-            if why:
-                tr.notes.append(why)
+        tr.bf16, why = as_bfloat16(module, example, str(path), name,
+                                   blocks=(blocks or BLOCK_VALUES) if by_blocks else None)
+        if why:
+            tr.notes.append(why)
         if spec is not None:
             from .training import trainable
 

@@ -651,13 +651,15 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
     return Translation(case, sources, notes, blocks=kept)
 
 
-def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name: str) -> tuple[Translation | None, str]:
+def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name: str,
+                blocks: int | None = None) -> tuple[Translation | None, str]:
     """The module as `model.to(torch.bfloat16)` runs it (float inputs cast too), exported and translated on its own.
 
     torch.export writes every runtime dtype as the example had it: `x.to(input_dtype)` (LlamaRMSNorm),
     `t_emb.to(dtype=self.dtype)` (diffusers) become casts to float32 in a float32 capture, and the bfloat16 policy
     of that graph breaks where the real bfloat16 model runs. Exporting the bfloat16 module is what runs.
-    (None, why) where there is nothing to move (no float32/float64 parameters) or PyTorch refuses.
+    (None, why) where there is nothing to move (no float32/float64 parameters) or PyTorch refuses. `blocks`: by
+    blocks, as the float32 capture (its blocks fed the bfloat16 model's own activations).
     """
     import copy
 
@@ -670,7 +672,7 @@ def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name
         lambda t: t.to(torch.bfloat16) if isinstance(t, torch.Tensor) and torch.is_floating_point(t) else t, args)
     try:
         moved = copy.deepcopy(module).to(torch.bfloat16).eval()
-        return translate(moved, cast, model_file, name, retry_float32=False), ""
+        return translate(moved, cast, model_file, name, retry_float32=False, blocks=blocks), ""
     except AuditInputError as exc:
         return None, f"under model.to(bfloat16) with its float inputs cast, the module could not be taken: {exc}"
 

@@ -154,6 +154,17 @@ def run(args: argparse.Namespace) -> int:
         return _audit(args, pool, tr, path, func, out_dir, save, log, t0)
 
 
+def moved_block(tr: Translation, name: str) -> Translation | None:
+    """The block `name` of the module exported after model.to(bfloat16) (its blocks fed the bfloat16 model's own
+    activations), as the moved translation run_checks takes; None where there is none."""
+    from ..audit.translate import Translation
+
+    for bc in (tr.bf16.blocks or []) if tr.bf16 is not None else []:
+        if name in bc.block.members:
+            return Translation(bc.case, bc.sources)
+    return None
+
+
 def _audit_blocks(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: Path, func: str, out_dir: Path,
                   log: Callable[[str], None], t0: float) -> int:
     """The audit at real size: each distinct block checked alone (fed its recorded activations), a progress line per
@@ -171,7 +182,8 @@ def _audit_blocks(args: argparse.Namespace, pool: ExecutorPool, tr: Translation,
         size = graph_size(bc.case.graph)
         also = f", standing for {len(bc.block.members)} blocks of its structure" if len(bc.block.members) > 1 else ""
         log(f"block {k}/{len(blocks)} {bc.block.name}: {size['nodes']} nodes, {size['values']} values{also}")
-        scenarios = run_checks(bc.case, checker, pool.names, log)
+        moved = moved_block(tr, bc.block.name)
+        scenarios = run_checks(bc.case, checker, pool.names, log, moved)
         verdict = build(f"{path}:{func} [{bc.block.name}]", scenarios, bc.sources, [])
         verdict.graph = size
         fresh = [b for b in verdict.bugs if b.signature not in seen]
