@@ -335,6 +335,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 ErrorClass.BACKWARD_RAISES: f"raises ({clip(finding.message, 80)}) where PyTorch's backward runs"}.get(
             finding.error_class, f"is {finding.ratio or 0:.3g}x less accurate than an fp32-accumulating backward")
         part = "forward (off alone, seen through its backward)" if finding.details.get("forward_wrong") else "backward"
+        if finding.details.get("broadcast_sum") and part == "backward":
+            part = f"backward (the sum over {finding.details.get('operand', grad)}'s broadcast axes)"
         if finding.details.get("row_scale") and finding.error_class == ErrorClass.GRAD_BOUND:
             what += f" (the exact gradient times {factor_text(finding.details['row_scale'])} per row: a wrong saved 1/std)"
         return f"[{backend}] {dc} {op} {part}: the gradient of {grad} {what}{scope}{where}"

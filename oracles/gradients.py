@@ -171,7 +171,11 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
         notes.append(f"{executor}: {msg}, but no op's backward is out of bound alone (the error grew from small ones)")
         return []
     node, node_stats, operand, forward_wrong, scaled = culprit
-    ops, dtypes = node_signature(numeric, infer(numeric), node)
+    typed = infer(numeric)
+    ops, dtypes = node_signature(numeric, typed, node)
+    summed = math.prod(typed.values[operand].shape) < math.prod(typed.values[node].shape)  # a broadcast operand: its
+    # gradient is a reduce over the broadcast axes (triage27 b2d3b5a110: XLA's bf16 sum of mul's gradient of a
+    # scalar, the same 16-bit reduce its forward sum has)
     if forward_wrong and forward_found:
         notes.append(f"{executor}: {msg}; {ops[0]} ({node}) is out of bound in its forward pass alone already: its "
                      "forward finding is the record")
@@ -182,9 +186,11 @@ def bound(executor: str, graph: Graph, numeric: Graph, outcomes: list[Outcome], 
             f"upstream gradient{' (its forward alone is off too)' if forward_wrong else ''}"
             + (f"; it is the exact gradient times {factor_text(scaled)} per row, as a wrong saved 1/std would make it (the "
                "statistic its forward computes, unseen in an output where x - mean is 0)" if scaled else "")
+            + ("; that gradient sums the op's gradient over the axes it is broadcast along (a reduce)" if summed else "")
             + f"; {msg}")
     return [replace(finding, ops=ops, dtypes=dtypes, node=node, message=said,
                     details={**finding.details, "located": True, "operand": operand,
+                             **({"broadcast_sum": True} if summed else {}),
                              **({"forward_wrong": True} if forward_wrong else {}),
                              **({"row_scale": list(scaled)} if scaled else {})})]
 
@@ -326,4 +332,7 @@ def locate(graph: Graph, values: Values, run: Run, wrt: str, nonfinite: bool = F
                 break
     if not over:
         return None
-    return max(over, key=lambda o: ((nonfinite and o[1].nonfinite_mismatch > 0), o[1].ratio))
+    # an op whose backward alone is off on the very input the finding is about comes before one off on another of
+    # its operands (triage27 b0a5795659: XLA's bf16 group_norm sums beta's gradient over N, H, W in bf16; a conv2d
+    # after it, off alone on its activation's gradient by more, was blamed)
+    return max(over, key=lambda o: ((nonfinite and o.stats.nonfinite_mismatch > 0), o.operand == wrt, o.stats.ratio))

@@ -735,3 +735,30 @@ def test_regression_a_norm_weight_gradient_is_judged_at_its_normalized_terms() -
     with ExecutorPool(["torch/eager", "xla/native"]) as pool:
         result = Checker(pool).check(case, ["xla/native"])
     assert not [f for f in result.findings if f.details.get("grad")], [f.message for f in result.findings]
+
+
+def test_regression_the_op_off_on_the_very_input_is_blamed_before_one_off_on_another_operand() -> None:
+    """triage27 b0a5795659: XLA's bf16 group_norm sums beta's gradient over N, H, W with a bf16 accumulator (20x
+    eager); the conv2d after it, whose backward alone is further off on its activation's gradient, was named. The
+    op off alone on the gradient the finding is about comes first."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(FIXTURES / "xla-group-norm-beta-grad-bf16-reduce-b0a5795659-triage27.json")
+    with ExecutorPool(["torch/eager", "xla/native"]) as pool:
+        result = Checker(pool).check(case, ["xla/native"])
+    grads = [f for f in result.findings if f.executor == "xla/native" and f.details.get("grad") == "beta"]
+    if not grads:
+        pytest.skip("XLA's bf16 reduce of beta's gradient is within the bound on this CPU")
+    assert grads[0].ops == ["group_norm"] and grads[0].details.get("operand") == "beta", grads[0].message
+
+
+def test_a_gradient_of_a_broadcast_operand_is_titled_as_the_sum_over_its_broadcast_axes() -> None:
+    """triage27 b2d3b5a110: 'mul backward' read as mul's arithmetic; the gradient of a broadcast scalar is a reduce
+    (XLA's bf16 sum of 266 ones gives 256, as its forward sum does): the title says so."""
+    from oracles.bugs import title
+
+    f = Finding("error-bound", "xla/native", ["mul"], ["bfloat16,bfloat16->bfloat16"], "grad-bound", "m", ratio=2.5,
+                details={"grad": "root", "operand": "root", "broadcast_sum": True})
+    assert "mul backward (the sum over root's broadcast axes): the gradient of root" in title(f), title(f)

@@ -547,7 +547,7 @@ class Campaign:
             "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "bug_key": key,
             "input_set": finding.input_set,
             "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix", "culprit_pass",
-                                                                                "passes", "grad", "operand", "error_key", "in_pass", "row_scale",
+                                                                                "passes", "grad", "operand", "error_key", "in_pass", "row_scale", "broadcast_sum",
                                                                                 "cause_in")},
         }
         if finding.details.get("grad") is not None:
