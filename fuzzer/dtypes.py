@@ -147,3 +147,11 @@ def cast_results(values: np.ndarray | float, dtype: str) -> list[np.ndarray]:
         with np.errstate(over="ignore"):
             out.append(round_to(np.asarray(values, dtype=np.float64).astype(np.float32), dtype))
     return out
+
+
+def computed_floor(magnitude: np.ndarray, dtype: str) -> np.ndarray:
+    """A magnitude an op passes through, computed in float32 (float64 for a float64 result), as a floor of the error
+    scale of a `dtype` result: an ULP of `dtype` at the floor is an ULP of the computing format at the magnitude."""
+    compute = 52 if dtype == "float64" else 23
+    mantissa = FLOAT_FORMATS[dtype].mantissa_bits if dtype in FLOAT_FORMATS else compute
+    return np.abs(np.asarray(magnitude, dtype=np.float64)) * 2.0 ** (min(mantissa, compute) - compute)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import flush, is_float, round_to
+from .dtypes import computed_floor, flush, is_float, round_to
 from .identifiers import fresh_name
 from .ir import Graph, Node, infer, redeclare
 from .ops import OPS, tagged
@@ -219,8 +219,9 @@ def term_magnitudes(graph: Graph, values: Values, seed: int = 0) -> list[float]:
 
 
 def normalized_terms(graph: Graph, values: Values) -> list[float]:
-    """Per gradient of graph.wrt, the magnitude of the terms a norm's weight gradient sums where that weight is the
-    input: sum |dy| * max(|x|, |mean|) * rstd over the axes the weight broadcasts along (0 for other inputs).
+    """Per gradient of graph.wrt, the floor a norm's weight gradient is judged at where that weight is the input: an
+    ULP of float32 at the size of its terms, sum |dy| * max(|x|, |mean|) * rstd over the axes the weight broadcasts
+    along, as a floor in the weight's dtype (computed_floor; 0 for other inputs).
 
     The normalized value x_hat = (x - mean) * rstd carries an ULP of float32 at |x| * rstd whatever it is: a mean
     computed as sum * (1/N) misses by an ULP of |x|, and 1/sqrt(eps) = 316 amplifies it on a constant row, whose
@@ -256,7 +257,8 @@ def normalized_terms(graph: Graph, values: Values) -> list[float]:
             continue
         summed = np.nan_to_num(terms.sum(axis=axes), nan=0.0, posinf=0.0)
         k = graph.wrt.index(weight)
-        out[k] = max(out[k], float(np.sqrt(np.mean(summed**2))) if summed.size else 0.0)
+        size = float(np.sqrt(np.mean(summed**2))) if summed.size else 0.0
+        out[k] = max(out[k], float(computed_floor(size, graph.input(weight).dtype)))  # an ULP of float32 there
     return out
 
 

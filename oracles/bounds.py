@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fuzzer.dtypes import FLOAT_FORMATS
+from fuzzer.dtypes import FLOAT_FORMATS, computed_floor  # noqa: F401 - re-exported for the oracles
 
 MULTIPLIER = 3.0
 SLACK_ULPS = 2.0
@@ -114,14 +114,6 @@ def nearest(actual: np.ndarray, candidates: np.ndarray | list[np.ndarray]) -> np
             closer = np.nan_to_num(np.abs(a - c), nan=np.inf) < np.nan_to_num(np.abs(a - best), nan=np.inf)
             best = np.where(closer | (np.isnan(a) & np.isnan(c)), c, best)
     return best
-
-
-def computed_floor(magnitude: np.ndarray, dtype: str) -> np.ndarray:
-    """A magnitude an op passes through, computed in float32 (float64 for a float64 result), as a floor of the error
-    scale of a `dtype` result: an ULP of `dtype` at the floor is an ULP of the computing format at the magnitude."""
-    compute = 52 if dtype == "float64" else 23
-    mantissa = FLOAT_FORMATS[dtype].mantissa_bits if dtype in FLOAT_FORMATS else compute
-    return np.abs(np.asarray(magnitude, dtype=np.float64)) * 2.0 ** (min(mantissa, compute) - compute)
 
 
 def slack_ulps(dtype: str, budget: float = 0.0) -> float:

@@ -728,7 +728,7 @@ def test_regression_a_norm_weight_gradient_is_judged_at_its_normalized_terms() -
     values = input_values(case, 0)
     floors = normalized_terms(numeric, values)
     k = numeric.wrt.index(next(n.inputs[1] for n in numeric.nodes if n.op == "layer_norm"))
-    assert floors[k] > 100.0  # 316 * 3 * sum |dy|
+    assert floors[k] > 0.01  # an ULP of float32 at 316 * 3 * sum |dy|, as a bfloat16 floor
     from fuzzer.check import Checker
     from fuzzer.isolation import ExecutorPool
 

@@ -129,7 +129,10 @@ def test_tvm_expand_matmul_of_sum_is_flagged_named_and_minimized(pool: ExecutorP
     sequence = ("CanonicalizeBindings", EMOS, "EliminateCommonSubexpr")
     flagged = checker.check(matmul_of_sum(sequence))
     (finding,) = [f for f in flagged.findings if f.executor == "tvm/passes"]
-    assert finding.ops == ["matmul"] and finding.error_class == "bound" and finding.ratio > 2
+    # the matmul of a sum: named as the matmul, or as the add where it feeds the matmul (the fused-form localizer's
+    # reading of the rewrite matmul(x, w1) + matmul(x, w2): the add is gone, its operands rounded apart)
+    assert (finding.ops == ["matmul"] or (finding.ops == ["add"] and "feeds matmul" in finding.message)), finding.message
+    assert finding.error_class == "bound" and finding.ratio > 2
     assert finding.details["culprit_pass"] == EMOS
     assert bug_key(finding).endswith(f"|pass:{EMOS}")
     clean = checker.check(matmul_of_sum(("CanonicalizeBindings", "EliminateCommonSubexpr")))
