@@ -155,3 +155,12 @@ def computed_floor(magnitude: np.ndarray, dtype: str) -> np.ndarray:
     compute = 52 if dtype == "float64" else 23
     mantissa = FLOAT_FORMATS[dtype].mantissa_bits if dtype in FLOAT_FORMATS else compute
     return np.abs(np.asarray(magnitude, dtype=np.float64)) * 2.0 ** (min(mantissa, compute) - compute)
+
+
+def holds_exactly(narrow: str, wide: str) -> bool:
+    """True when every `narrow` float value is a `wide` float value (a cast from `narrow` to `wide` is exact)."""
+    if narrow not in FLOAT_FORMATS or wide not in FLOAT_FORMATS:
+        return False
+    a, b = FLOAT_FORMATS[narrow], FLOAT_FORMATS[wide]
+    return (a.mantissa_bits <= b.mantissa_bits and a.max_value <= b.max_value
+            and a.smallest_subnormal >= b.smallest_subnormal)

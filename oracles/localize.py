@@ -11,10 +11,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fuzzer.dtypes import FLOAT_FORMATS
+from fuzzer.dtypes import FLOAT_FORMATS, holds_exactly
 from fuzzer.interpret import evaluate, ideal_values
 from fuzzer.ir import Graph, IRError, forward_inputs, infer
-from fuzzer.ops import OPS
+from fuzzer.ops import OPS, is_cast
 from fuzzer.outcome import Outcome
 
 from . import cast_semantics, semantics
@@ -193,6 +193,23 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        max_ulp=st.max_ulp, details={**details, "masked_rows": int(np.count_nonzero(masked))},
                        message=f"{node} ({ops[0]}, {dtypes[0]}): {int(np.count_nonzero(masked))} fully masked row(s) "
                                "give NaN where PyTorch's attention returns 0 (its safe softmax, since 2.5)")
+    widened = widened_from(s.numeric, typed, node)
+    if widened is not None:  # an exact widening cast is never at fault: what it widens is (triage27 b0239f15cc: the
+        # float32 cast after XLA's autocast attention, whose bf16 logits were the error, was named)
+        w_ops, w_dtypes = node_signature(s.numeric, typed, widened)
+        st = error_stats(observed[node], evaluate(s.numeric, inputs, rounded=False)[widened],
+                         ideal_values(s.numeric, inputs)[widened], typed.values[widened].dtype)  # in its own dtype
+        if not (st.nonfinite_mismatch or st.ratio >= 1.0):
+            notes.append(f"{s.name}: {finding.message} ({widened}, seen at its exact widening cast {node}, is within "
+                         f"its {typed.values[widened].dtype} bound)")
+            return None
+        cls = ErrorClass.NONFINITE if st.nonfinite_mismatch else ErrorClass.BOUND
+        what = (f"{st.nonfinite_mismatch} non-finite value(s) where the reference is finite" if st.nonfinite_mismatch
+                else f"max error {st.max_abs:.4g} ({st.max_ulp:.1f} ULP) is {st.ratio:.3g}x the allowed error")
+        return replace(finding, ops=w_ops, dtypes=w_dtypes, node=widened, error_class=cls, ratio=st.ratio,
+                       max_ulp=st.max_ulp, details={**details, "seen_at": node},
+                       message=f"{widened} ({w_ops[0]}, {w_dtypes[0]}), seen at its exact widening cast {node} "
+                               f"({dtypes[0]}): {what}, as the backend computes them together")
     if st.nonfinite_mismatch:
         msg = (f"{node} ({ops[0]}, {dtypes[0]}): {st.nonfinite_mismatch} non-finite value(s) where the reference "
                f"is finite (or the reverse), on its own operands")
@@ -203,6 +220,17 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                f"{st.ratio:.3g}x the allowed error, {own}")
     return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
                    max_ulp=st.max_ulp, details=details)
+
+def widened_from(graph: Graph, typed: Any, node: str) -> str | None:
+    """The node a cast `node` widens exactly (every value of its operand's format is one of its own), else None."""
+    n = graph.node(node)
+    if not is_cast(n.op) or not n.inputs or not isinstance(n.inputs[0], str):
+        return None
+    src = n.inputs[0]
+    if src not in {m.id for m in graph.nodes}:
+        return None
+    return src if holds_exactly(typed.values[src].dtype, typed.values[node].dtype) else None
+
 
 def chain_graph(graph: Graph, ids: list[str]) -> Graph:
     """The nodes `ids` (in graph order) computing the last of them, every other operand an input of its own."""
