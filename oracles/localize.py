@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from fuzzer.dtypes import FLOAT_FORMATS, holds_exactly
+from fuzzer.dtypes import FLOAT_FORMATS, FP8, holds_exactly
 from fuzzer.interpret import evaluate, ideal_values
 from fuzzer.ir import Graph, IRError, forward_inputs, infer
 from fuzzer.ops import OPS, is_cast
@@ -193,8 +193,17 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        max_ulp=st.max_ulp, details={**details, "masked_rows": int(np.count_nonzero(masked))},
                        message=f"{node} ({ops[0]}, {dtypes[0]}): {int(np.count_nonzero(masked))} fully masked row(s) "
                                "give NaN where PyTorch's attention returns 0 (its safe softmax, since 2.5)")
+    decode = fp8_decode(s.numeric, typed, node, {**rounded_inputs(s.numeric, inputs), **observed}, run)
+    if decode is not None:  # the op's float8 operand is read wrong before any arithmetic (triage27 b1e2721d62: TVM's
+        # float8 -> float32 conversion turns 0 into 0.0078125; scaled_mm, which lowers to it, was named)
+        operand, fmt, got, want = decode
+        return replace(finding, ops=["astype"], dtypes=[f"{fmt}->float32"], node=node, error_class=cls,
+                       ratio=st.ratio, max_ulp=st.max_ulp, details={**details, "decoded": operand, "consumer_op": ops[0]},
+                       message=f"{node} ({ops[0]}) reads its {fmt} operand {operand} wrong: the backend's {fmt} -> "
+                               f"float32 conversion alone gives {got:.6g} for {want:.6g} ({ops[0]} is "
+                               f"{st.ratio:.3g}x the allowed error)")
     widened = widened_from(s.numeric, typed, node)
-    if widened is not None:  # an exact widening cast is never at fault: what it widens is (triage27 b0239f15cc: the
+    if widened is not None and not cast_alone_wrong(s.numeric, typed, node, observed.get(widened), run):  # an exact widening cast is never at fault: what it widens is (triage27 b0239f15cc: the
         # float32 cast after XLA's autocast attention, whose bf16 logits were the error, was named)
         w_ops, w_dtypes = node_signature(s.numeric, typed, widened)
         st = error_stats(observed[node], evaluate(s.numeric, inputs, rounded=False)[widened],
@@ -220,6 +229,51 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                f"{st.ratio:.3g}x the allowed error, {own}")
     return replace(finding, ops=ops, dtypes=dtypes, node=node, error_class=cls, message=msg, ratio=st.ratio,
                    max_ulp=st.max_ulp, details=details)
+
+def fp8_decode(graph: Graph, typed: Any, node: str, env: Values, run: Run) -> tuple[str, str, float, float] | None:
+    """(operand, format, what the backend gives, the value) for the first float8 operand of `node` whose conversion
+    to float32 alone, on the backend, is not exact (every float8 value is a float32 value); None where all are."""
+    from fuzzer.ir import Input, Node
+
+    n = graph.node(node)
+    if is_cast(n.op):
+        return None  # a cast is judged as itself (cast_semantics)
+    for operand in dict.fromkeys(o for o in n.inputs if isinstance(o, str)):
+        fmt = typed.values[operand].dtype
+        if fmt not in FP8 or operand not in env or typed.values[operand].kind == "scalar":
+            continue
+        probe_graph = Graph((Input("x", typed.values[operand].shape, fmt),),
+                            (Node("x32", "astype", ("x",), {"dtype": "float32"}),), ("x32",))
+        value = np.asarray(env[operand], dtype=np.float64)
+        out = run(probe_graph, {"x": value})
+        if not out.ok or not out.outputs:
+            continue
+        got = np.asarray(out.outputs[0], dtype=np.float64).reshape(value.shape)
+        wrong = ~((got == value) | (np.isnan(got) & np.isnan(value)))
+        if wrong.any():
+            k = int(np.flatnonzero(wrong.ravel())[0])
+            return operand, fmt, float(got.ravel()[k]), float(value.ravel()[k])
+    return None
+
+
+def cast_alone_wrong(graph: Graph, typed: Any, node: str, operand: np.ndarray | None, run: Run) -> bool:
+    """True when the cast `node`, run alone on the backend on `operand` (its operand as the probe saw it), does not
+    return it exactly (issue 33: TVM's float8 -> float32 cast turns 0 into 0.0078125); False where it does or did
+    not run."""
+    from fuzzer.ir import Input, Node
+
+    if operand is None:
+        return False
+    n = graph.node(node)
+    src = typed.values[n.inputs[0]]
+    value = np.asarray(operand, dtype=np.float64)
+    out = run(Graph((Input("x", src.shape, src.dtype),), (Node("y", "astype", ("x",), {"dtype": typed.values[node].dtype}),),
+                    ("y",)), {"x": value})
+    if not out.ok or not out.outputs:
+        return False
+    got = np.asarray(out.outputs[0], dtype=np.float64).reshape(value.shape)
+    return bool(np.any(~((got == value) | (np.isnan(got) & np.isnan(value)))))
+
 
 def widened_from(graph: Graph, typed: Any, node: str) -> str | None:
     """The node a cast `node` widens exactly (every value of its operand's format is one of its own), else None."""

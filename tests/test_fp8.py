@@ -624,3 +624,18 @@ def test_a_node_whose_error_flushing_explains_yields_to_a_later_node_with_an_err
     assert at_fault([("q", flushed), ("dq", wrong)], flushed={"q"}) == "dq"
     assert at_fault([("q", flushed), ("dq", wrong)]) == "q"
     assert at_fault([("q", flushed), ("dq", fine)], flushed={"q"}) == "q"
+
+
+def test_regression_an_op_reading_a_float8_operand_wrong_is_the_conversions_record() -> None:
+    """triage27 b1e2721d62: TVM's scaled_mm lowers to a float8 -> float32 conversion and a matmul; the conversion
+    turns 0 into 0.0078125, and scaled_mm was named at 4e37x. The op's float8 operands are converted alone on the
+    backend first: a wrong conversion is the astype's record, with the value it gets wrong."""
+    from fuzzer.check import Checker
+    from fuzzer.ir import load_case
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(FIXTURES / "tvm-scaled-mm-fp8-decode-b1e2721d62-triage27.json")
+    with ExecutorPool(["torch/eager", "tvm/default"]) as pool:
+        result = Checker(pool).check(case, ["tvm/default"])
+    (f,) = [f for f in result.findings if f.executor == "tvm/default" and f.oracle == "error-bound"]
+    assert f.ops == ["astype"] and f.dtypes[0].endswith("->float32") and "conversion alone gives" in f.message
