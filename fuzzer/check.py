@@ -1,5 +1,6 @@
 """Check one case: run it on executors and on PyTorch eager (the semantic oracle), then hand the outcomes to the
-oracles (oracles/: semantics, error bounds, per-node judging, localization, precision hazards, attribution).
+oracles, whose steps oracles/judging.py orders behind one interface (error bounds, semantics, crashes, precision
+hazards, gradients, attribution).
 
 The checker orchestrates and judges nothing itself. Per executor it builds the oracles' view (Subject): its
 outcomes, the PyTorch program of its precision policy, the graph of the dtypes it computes in. PyTorch eager
@@ -15,38 +16,22 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
 
-from oracles import attribution, crashes, gradients, localize, precision_hazards, semantics, training_hazards
-from oracles.error_bounds import OutputJudgement, bound_findings, judge_outputs
-from oracles.errors import message_key
+from oracles import judging
 from oracles.findings import Finding
-from oracles.nodes import rounded_inputs, undefined_casts
+from oracles.judging import Numbers, OutputJudgement, Run, Values
+from oracles.nodes import rounded_inputs
 from oracles.subjects import Subject
-from oracles.vocabulary import ErrorClass, Kind, Oracle
+from oracles.vocabulary import Kind
 
-from .dtypes import LOW_PRECISION
 from .executors import ORACLE_EXECUTORS, create
-from .gradients import reference as grad_reference
 from .interpret import evaluate, ideal_values
-from .ir import (
-    Case,
-    Graph,
-    IRError,
-    case_options,
-    infer,
-    input_values,
-    redeclare,
-)
+from .ir import Case, Graph, case_options, input_values
 from .isolation import ExecutorPool
 from .outcome import Outcome, compile_seconds, compiles
 from .tvm_passes import derive_sequence
 
-CPU_AUTOCAST, XLA_AUTOCAST = "torch/autocast", "xla/autocast"  # one autocast, two devices
-
 SEMANTIC_ORACLE = "torch/eager"  # PyTorch eager on the CPU: what status and dtypes are right
-Values = dict[str, np.ndarray]
-Numbers = tuple[list[Values], list[dict[str, list[np.ndarray]]]]  # exact answers and ideals, per input set
 
 
 @dataclass
@@ -142,7 +127,7 @@ class Checker:
 
     def check(self, case: Case, executors: list[str] | None = None, culprits: bool = True,
               within: CheckContext | None = None) -> CheckResult:
-        """Run `case` on the executors and judge the outcomes.
+        """Run `case` on the executors and judge the outcomes (oracles.judging: its steps, in order).
 
         A case an executor reads a Relax pass sequence for gets one written out first (pin_passes; the result's
         case carries it). With `culprits`, a backend bug of a pass sequence names the pass whose removal makes it
@@ -152,10 +137,10 @@ class Checker:
         names = [n for n in (executors or self.tested) if n not in ORACLE_EXECUTORS]
         for name in names:
             self.pool.ensure(name)
-        case = pin_passes(case, any("tvm_passes" in self.pool.executors[n].case_options for n in names))
+        case = pin_passes(case, any(self._reads_passes(n) for n in names))
         ctx = CheckContext(case_options(case), within.spent if within is not None else {})
         graph = case.graph
-        refused = self._refused_policies(graph, names, ctx)
+        refused = judging.refused_policies(names, lambda n: self._programs(n, graph, ctx))
         names = [n for n in names if n not in refused]
         sets = [input_values(case, k) for k in range(len(case.input_sets))]
         outcomes: dict[str, list[Outcome]] = {}  # filled by the backend threads, read after they are joined
@@ -191,13 +176,16 @@ class Checker:
         answers: dict[str, Numbers] = {}  # by executor
         backends = threading.Thread(target=run_backends, name="precfuzz-backends", daemon=True)
         backends.start()
-        hazards: list[Finding] = []
+        early: list[Finding] = []
         try:
+            plans = []
             for name in names:
                 ex = self.pool.executors[name].bind(ctx.options)
-                if ex.judge_numbers:
-                    answers[name] = self._numbers(ex.numeric_graph(graph), sets, numbers)
-            hazards = self._precision_hazards(case, names, sets, answers, ctx)
+                numeric = ex.numeric_graph(graph) if ex.judge_numbers else None
+                if numeric is not None:
+                    answers[name] = self._numbers(numeric, sets, numbers)
+                plans.append(judging.Plan(name, ex.policy, numeric))
+            early = judging.precision_hazards_of(case, plans, sets)
         except BaseException as exc:
             if isinstance(exc, Exception):
                 backends.join()
@@ -212,193 +200,8 @@ class Checker:
         subjects = [self.subject(n, graph, outcomes[n], ctx.options) for n in names]
         keys = {s.name: s.policy.text for s in subjects}
         eager = self._eager(graph, subjects, keys, sets, outcomes, ctx)
-        findings: list[Finding] = []
-        judgements: dict[str, list[OutputJudgement]] = {}
-        notes: list[str] = [f"{n}: not run: its policy makes a program the IR rejects ({why})" for n, why in refused.items()]
-        for s in subjects:
-            if not s.judge_numbers:
-                continue
-            expected, ideal = answers[s.name]
-            judgements[s.name] = judge_outputs(graph, s.typed("numeric"), s.outcomes, expected, ideal,
-                                               max(s.approximate.values(), default=0.0), s.numeric)
-            undefined = undefined_casts(s.numeric, s.typed("numeric"), expected, ideal, sets)
-            if undefined:
-                judgements[s.name] = [j for j in judgements[s.name]
-                                      if j.output not in undefined.get(j.input_set, ((), set()))[1]]
-                for k, (hit, reached) in sorted(undefined.items()):
-                    note = (f"input set {k}: {', '.join(hit)} casts NaN, inf or values beyond the int type to an "
-                            f"integer, which C and PyTorch leave undefined; "
-                            f"{', '.join(o for o in graph.outputs if o in reached) or 'no output'} not judged there")
-                    if note not in notes:
-                        notes.append(note)
-            found = bound_findings(s.name, graph, s.typed("numeric"), judgements[s.name])
-            if found and self.localize_faults:
-                run = self._runner(ctx, s.name)
-                found = [f2 for f in found if (f2 := localize.bound(f, s, sets[f.input_set], run, notes)) is not None]
-            findings += found
-        shadow = self._eager_bounds(subjects, keys, eager, sets, ctx, findings)
-        findings = localize.as_inaccurate_as_eager(findings, keys, self.semantic, notes, shadow)
-        semantic = semantics.judge(graph, subjects, {keys[n]: eager[n] for n in eager}, keys)
-        if self.localize_faults:
-            semantic = [self._localize(f, subjects, sets, ctx) for f in semantic]
-        semantic = [self._cpu_autocast_too(f, graph, sets, ctx, names, outcomes) for f in semantic]
-        explained = {f.executor for f in semantic if f.oracle in (Oracle.SILENT_DOWNCAST, Oracle.DTYPE_DIVERGENCE)}
-        findings = [f for f in findings if f.executor not in explained] + semantic  # the dtype says it all
-        findings += crashes.judge(graph, outcomes) + hazards
-        backward: dict[str, str] = {}
-        if graph.wrt:
-            findings += self._gradients(subjects, eager, sets, ctx, notes, backward, findings)
-        if culprits:
-            findings = [self._attribute(f, case, ctx) if f.kind == Kind.BACKEND_BUG else f for f in findings]
-        oracle_s = time.perf_counter() - t2
-        spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
-        return CheckResult(case, outcomes, judgements, findings, seconds, oracle_s, eager, notes, backward, spent)
+        shadow_numbers: dict[str, Numbers] = {}
 
-    def _refused_policies(self, graph: Graph, names: list[str], ctx: CheckContext) -> dict[str, str]:
-        """Executors whose policy turns the case into a program the IR rejects, and why (triage16: model.to(bfloat16)
-        makes scaled_mm's float32 scales bfloat16, which torch._scaled_mm refuses): not run, said in the notes, where
-        building their programs raised and lost the whole case."""
-        out = {}
-        for name in names:
-            ex = self.pool.executors[name].bind(ctx.options)
-            try:
-                infer(ex.policy_graph(graph))
-                if ex.judge_numbers:
-                    infer(ex.numeric_graph(graph))
-            except IRError as exc:
-                out[name] = str(exc)
-        return out
-
-    def _gradients(self, subjects: list[Subject], eager: dict[str, list[Outcome]], sets: list[Values],
-                   ctx: CheckContext, notes: list[str], summary: dict[str, str],
-                   forward: list[Finding]) -> list[Finding]:
-        """The gradient oracles of a training case (oracles.gradients), per executor: status, then dtype, then bound;
-        the float64 reference gradients computed once per numeric graph and input set. `summary` gets each
-        executor's gradients in a word (the worst ratio to the bound, `raises`, or `-` where it took none)."""
-        refs: dict[str, list[gradients.Reference | None]] = {}
-        out: list[Finding] = []
-        for s in subjects:
-            raised = next((o.backward_error for o in s.outcomes if o.backward_error is not None), None)
-            summary[s.name] = "raises" if raised else "-"
-            mine = eager.get(s.name, [])
-            found = gradients.status(s.name, s.graph, s.outcomes, mine) if mine else []
-            if not found and mine and s.dtype_contract:
-                found = gradients.dtypes(s.name, s.graph, s.outcomes, mine, s.reported)
-            if not found and s.judge_numbers and any(o.grads is not None for o in s.outcomes) and all(
-                    e.ok for e in mine):  # a program eager raises on is a model hazard, judged by the forward
-                ins = [rounded_inputs(s.numeric, v) for v in sets]
-                if s.numeric.text not in refs:
-                    refs[s.numeric.text] = [grad_reference(s.numeric, v) for v in ins]
-                    out += self._underflow_hazards(s, ins, refs[s.numeric.text], self._runner(ctx, s.name))
-                judged = gradients.judge(s.outcomes, refs[s.numeric.text], [s.numeric.input(n) for n in s.numeric.wrt])
-                worst = max((j.stats.ratio for j in judged), default=0.0)
-                summary[s.name] = ("-" if not judged else "non-finite" if worst == float("inf") else f"{worst:.3g}x")
-                run = self._runner(ctx, s.name) if self.localize_faults else None
-                found = gradients.bound(s.name, s.graph, s.numeric, s.outcomes, refs[s.numeric.text], ins, run,
-                                        mine or None, notes, any(f.executor == s.name and f.kind == Kind.BACKEND_BUG
-                                                                 for f in forward),
-                                        self._runner(ctx, self.semantic) if run is not None and self.semantic else None)
-            out += found
-        return out
-
-    @staticmethod
-    def _underflow_hazards(s: Subject, ins: list[Values], refs: list[Any], run: localize.Run) -> list[Finding]:
-        """Gradients a 16-bit program's ideal backward loses to underflow, where the executor's own backward loses
-        them too, with the loss scale that gives them back on the executor itself (`run`: the scaled program there),
-        or what no scale reaches (oracles.training_hazards): once per numeric graph, at the first input set showing
-        each."""
-        out: list[Finding] = []
-        seen: set[str] = set()
-        for k, (values, ref) in enumerate(zip(ins, refs)):
-            mine = s.outcomes[k] if k < len(s.outcomes) else None
-            if ref is None or mine is None or not mine.ok or mine.grads is None:
-                continue
-            exact, ideals, floors = ref
-            scaled: dict[float, Any] = {}
-            for loss in training_hazards.gradient_underflow(s.numeric, values, exact, ideals[0], floors):
-                if loss.wrt in seen:
-                    continue
-                i = s.numeric.wrt.index(loss.wrt)
-                own = training_hazards.gradient_lost(exact[i], mine.grads[i], floors[i])
-                left = None
-                if loss.scale and own >= training_hazards.GRAD_LOSS:
-                    if loss.scale not in scaled:  # one run of the scaled program for every gradient it checks
-                        scaled[loss.scale] = run(training_hazards.scaled_loss(s.graph, loss.scale), values)
-                    got = scaled[loss.scale]
-                    if got.ok and got.grads is not None:
-                        left = training_hazards.gradient_lost(
-                            exact[i], np.asarray(got.grads[i], np.float64) / loss.scale, floors[i])
-                shown = training_hazards.on_backend(
-                    loss, s.name, own, left, lambda w=loss.wrt: training_hazards.obstacle(s.numeric, values, w))
-                if shown is not None:
-                    seen.add(loss.wrt)
-                    out.append(training_hazards.gradient_finding(s.name, s.label, s.numeric, shown, k))
-        return out
-
-    def _eager_bounds(self, subjects: list[Subject], keys: dict[str, str], eager: dict[str, list[Outcome]],
-                      sets: list[Values], ctx: CheckContext, findings: list[Finding]) -> dict[str, list[Finding]]:
-        """PyTorch eager's own localized accuracy findings on each program an accuracy finding's executor runs, where
-        eager is not under test, or ran another program under test (it ran those programs as the semantic oracle): what
-        as_inaccurate_as_eager weighs (triage21 b5d7db0caa: tvm/train's batch_norm uses batch statistics, a program
-        eager under test never ran, and eager's bfloat16 kernel is exactly as far off on it)."""
-        if self.semantic is None:
-            return {}
-        own = keys.get(self.semantic)  # eager's own findings judge the program it ran under test
-        wanted = {keys[f.executor] for f in findings if f.executor in keys and f.oracle == Oracle.ERROR_BOUND
-                  and f.error_class in localize.SHARED_WITH_EAGER}
-        out: dict[str, list[Finding]] = {}
-        numbers: dict[str, Numbers] = {}
-        for s in subjects:
-            key = keys[s.name]
-            if key not in wanted or key in out or key == own or s.name not in eager:
-                continue
-            e = self.subject(self.semantic, s.policy, eager[s.name], ctx.options)
-            expected, ideal = self._numbers(e.numeric, sets, numbers)
-            judged = judge_outputs(e.graph, e.typed("numeric"), e.outcomes, expected, ideal, 0.0, e.numeric)
-            run = self._runner(ctx, self.semantic)
-            out[key] = [g2 for g in bound_findings(self.semantic, e.graph, e.typed("numeric"), judged)
-                        if (g2 := localize.bound(g, e, sets[g.input_set], run, [])) is not None]
-        return out
-
-    def _cpu_autocast_too(self, f: Finding, graph: Graph, sets: list[Values], ctx: CheckContext,
-                          names: list[str], outcomes: dict[str, list[Outcome]]) -> Finding:
-        """Mark a torch_xla autocast error that torch.autocast("cpu") raises too on the graph: PyTorch's own autocast
-        (triage11 b71511808d, where the schedule had not run torch/autocast on the case; triage18 #12, where it had,
-        and the finding still said eager runs the program): its message says so, and its title names PyTorch."""
-        if f.oracle != Oracle.STATUS_DIVERGENCE or f.executor != XLA_AUTOCAST:
-            return f
-        if CPU_AUTOCAST in names:
-            o = outcomes[CPU_AUTOCAST][f.input_set]
-        elif create(CPU_AUTOCAST).availability() is None:
-            self.pool.ensure(CPU_AUTOCAST)
-            (o,) = self._oracle_run(ctx, CPU_AUTOCAST, graph, [sets[f.input_set]], ctx.options)
-        else:
-            return f
-        if o.status == "error" and message_key(o.message) == f.details.get("error_key"):
-            said = (f"{f.message}; torch.autocast on the CPU raises the same error: the fault is PyTorch's autocast "
-                    "(at::autocast), which torch_xla's autocast runs too")
-            return replace(f, message=said, details={**f.details, "cpu_autocast_raises": True})
-        return f
-
-    def _runner(self, ctx: CheckContext, name: str) -> localize.Run:
-        """`name` on one graph and one input set, with the case's options, counted as oracle work."""
-        return lambda graph, values: self._oracle_run(ctx, name, graph, [values], ctx.options)[0]
-
-    def _localize(self, finding: Finding, subjects: list[Subject], sets: list[Values], ctx: CheckContext) -> Finding:
-        """A semantic finding pinned on its node (oracles.localize), by the kind of divergence."""
-        s = next(x for x in subjects if x.name == finding.executor)
-        run, inputs = self._runner(ctx, s.name), sets[finding.input_set]
-        if finding.oracle == Oracle.DTYPE_DIVERGENCE:
-            eager = self._runner(ctx, self.semantic) if self.semantic is not None else None
-            return localize.dtype(finding, s, inputs, run, eager)
-        if finding.oracle == Oracle.SILENT_DOWNCAST:
-            return localize.downcast(finding, s, inputs, run)
-        if finding.oracle == Oracle.STATUS_DIVERGENCE:
-            return localize.status(finding, s, inputs, run)
-        return finding
-
-    def _attribute(self, finding: Finding, case: Case, ctx: CheckContext) -> Finding:
-        """The culprit pass of a pass sequence's finding, and the ablation of a pipeline variant's (issue 26)."""
         def recheck(other: Case, executors: list[str]) -> list[Finding]:
             for name in executors:
                 self.pool.ensure(name)
@@ -407,13 +210,37 @@ class Checker:
                 ctx.tally(executor, outs)
             return result.findings
 
-        case = attribution.at_departure(finding, case)
-        if case.tvm_passes and "tvm_passes" in self.pool.executors[finding.executor].case_options:
-            finding = attribution.culprit_pass(finding, case, recheck)
-        if finding.executor in attribution.ABLATED:
-            policy = self.pool.executors[finding.executor].bind(ctx.options).policy_graph(case.graph)
-            finding = attribution.ablate(finding, case, policy, recheck)
-        return finding
+        j = judging.Judging(
+            case, sets, subjects, outcomes, eager, answers, self.semantic,
+            run=lambda name: self._runner(ctx, name),
+            subject=lambda name, g, outs: self.subject(name, g, outs, ctx.options),
+            numbers=lambda numeric: self._numbers(numeric, sets, shadow_numbers),
+            recheck=recheck,
+            policy=lambda name, g: self.pool.executors[name].bind(ctx.options).policy_graph(g),
+            available=lambda name: create(name).availability() is None,
+            reads_passes=self._reads_passes,
+            localize_faults=self.localize_faults, culprits=culprits, early=early,
+            notes=[f"{n}: not run: its policy makes a program the IR rejects ({why})" for n, why in refused.items()])
+        findings = judging.judge(j)
+        oracle_s = time.perf_counter() - t2
+        spent = {n: {k: round(v, 6) for k, v in t.items()} for n, t in ctx.spent.items()} if within is None else {}
+        return CheckResult(case, outcomes, j.judgements, findings, seconds, oracle_s, eager, j.notes, j.backward,
+                           spent)
+
+    def _reads_passes(self, name: str) -> bool:
+        """Whether an executor reads a case's Relax pass sequence."""
+        return "tvm_passes" in self.pool.executors[name].case_options
+
+    def _programs(self, name: str, graph: Graph, ctx: CheckContext) -> tuple[Graph, Graph | None]:
+        """An executor's policy graph and numeric graph (None where its numbers are not judged) of `graph`."""
+        ex = self.pool.executors[name].bind(ctx.options)
+        return ex.policy_graph(graph), ex.numeric_graph(graph) if ex.judge_numbers else None
+
+    def _runner(self, ctx: CheckContext, name: str) -> Run:
+        """`name` on one graph and one input set, with the case's options, counted as oracle work (started first
+        where the check has not started it)."""
+        self.pool.ensure(name)
+        return lambda graph, values: self._oracle_run(ctx, name, graph, [values], ctx.options)[0]
 
     @staticmethod
     def _numbers(numeric: Graph, sets: list[Values], numbers: dict[str, Numbers]) -> Numbers:
@@ -423,46 +250,6 @@ class Checker:
             ins = [rounded_inputs(numeric, v) for v in sets]
             numbers[key] = ([evaluate(numeric, v, rounded=False) for v in ins], [ideal_values(numeric, v) for v in ins])
         return numbers[key]
-
-    def _precision_hazards(self, case: Case, names: list[str], sets: list[Values], answers: dict[str, Numbers],
-                           ctx: CheckContext) -> list[Finding]:
-        """A precision hazard per distinct numeric graph whose ideal already loses the float32 model's outputs.
-
-        Needs no backend outcome (it judges the policy, not a backend): it runs while the backends do. A policy
-        whose program PyTorch rejects (a chain break) runs nowhere and is not judged.
-        """
-        model = case.with_graph(redeclare(case.graph, LOW_PRECISION, "float32"))
-        model_sets = [input_values(model, k) for k in range(len(case.input_sets))]
-        seen: set[str] = set()
-        out: list[Finding] = []
-        for name in names:
-            if name not in answers:
-                continue
-            ex = self.pool.executors[name].bind(ctx.options)
-            numeric = ex.numeric_graph(case.graph)
-            key = numeric.text
-            if key in seen:
-                continue
-            seen.add(key)
-            typed = infer(numeric)
-            if typed.chain_breaks() or not any(v.dtype in LOW_PRECISION for v in typed.values.values()):
-                continue
-            stepped: set[str] = set()
-            for k, values in enumerate(sets):  # each optimizer step once, at the first input set losing its update
-                for loss in training_hazards.judge(numeric, rounded_inputs(numeric, values)):
-                    if loss.node not in stepped:
-                        stepped.add(loss.node)
-                        out.append(training_hazards.finding(name, ex.policy, numeric, loss, k))
-            if training_hazards.steps(numeric):
-                continue  # an optimizer step's output is judged by its update (above), not by the weight's value
-            model32 = redeclare(numeric, LOW_PRECISION, "float32")
-            for k, values in enumerate(sets):
-                lost = precision_hazards.judge(numeric, model32, rounded_inputs(numeric, values),
-                                               rounded_inputs(model32, model_sets[k]))
-                if lost is not None:
-                    out.append(precision_hazards.finding(name, ex.policy, numeric, lost, k))
-                    break
-        return out
 
     # ------------------------------------------------------------ semantic oracle runs
 
