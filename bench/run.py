@@ -145,8 +145,10 @@ def audit_zoo(timeout_s: float) -> dict:
 SCALE = ROOT / "corpus" / "scale"  # real-size models, audited by blocks (issue 37)
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and all its descendants, MiB (Linux /proc; 0 where it is missing)."""
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """Memory of a process and all its descendants, MiB (Linux /proc; 0 where it is missing): resident (RSS summed:
+    pages the processes share, a forked child's copy-on-write pages too, counted once per process) and proportional
+    (PSS summed: each shared page divided among the processes sharing it, what the tree takes from the machine)."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
     for entry in Path("/proc").iterdir():
@@ -165,21 +167,31 @@ def tree_rss_mb(pid: int) -> float:
             continue
         tree.add(p)
         todo += [c for c, parent in parents.items() if parent == p]
-    return sum(rss.get(p, 0) for p in tree) / 2**20
+    pss = 0
+    for p in tree:
+        try:
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss += int(line.split()[1]) * 1024
+                    break
+        except (OSError, ValueError, IndexError):
+            continue
+    return sum(rss.get(p, 0) for p in tree) / 2**20, pss / 2**20
 
 
 def audit_scale(timeout_s: float) -> dict:
-    """Wall seconds and peak resident memory (the audit's whole process tree, sampled every 0.5 s) of `precfuzz
-    audit` on each real-size model of corpus/scale (issue 37: <= 10 minutes and <= 16 GB each on 2 cores)."""
+    """Wall seconds and peak memory (the audit's whole process tree, RSS and PSS summed, sampled every 0.5 s) of
+    `precfuzz audit` on each real-size model of corpus/scale (issue 37: <= 10 minutes and <= 16 GB each on 2 cores)."""
     out = {}
     for model in sorted(SCALE.glob("*.py")):
         print(f"bench: audit at real size {model.name}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--no-minimize", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        peak = 0.0
+        peak, peak_pss = 0.0, 0.0
         while proc.poll() is None and time.perf_counter() - t0 < timeout_s:
-            peak = max(peak, tree_rss_mb(proc.pid))
+            rss, pss = tree_memory_mb(proc.pid)
+            peak, peak_pss = max(peak, rss), max(peak_pss, pss)
             time.sleep(0.5)
         if proc.poll() is None:
             proc.kill()
@@ -189,7 +201,7 @@ def audit_scale(timeout_s: float) -> dict:
         except ValueError:
             verdict = {}
         out[model.stem] = {"seconds": round(time.perf_counter() - t0, 1), "exit": proc.returncode,
-                           "peak_rss_mb": round(peak), "blocks": len(verdict.get("blocks", [])),
+                           "peak_rss_mb": round(peak), "peak_pss_mb": round(peak_pss), "blocks": len(verdict.get("blocks", [])),
                            "values": verdict.get("graph", {}).get("values")}
     return out
 

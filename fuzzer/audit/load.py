@@ -6,8 +6,10 @@ import importlib.util
 import os
 import pickle
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -193,6 +195,9 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
+    spill = tempfile.mkdtemp(prefix="precfuzz-audit-")  # the translation comes back through a file, streamed: a
+    # real-size model's is gigabytes, which a pipe would hold whole in both processes at once (bytes, then objects)
+    spilled = os.path.join(spill, "translation.pickle")
     ours = _children()  # this process's children before the model's: never touched
     reaper = _subreaper(True)  # orphans of the model's processes (a new session too) become our children
     pid = os.fork()
@@ -226,13 +231,12 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
                 message = ("bad", f"{path}: the model raised {type(exc).__name__}: {_first(exc)} while it was "
                                   "exported")
             try:
-                data = b"R" + pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+                with open(spilled, "wb") as out:
+                    pickle.dump(message, out, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception as exc:  # noqa: BLE001 - a translation that does not pickle is precfuzz's bug
-                data = b"R" + pickle.dumps(("internal", f"{type(exc).__name__}: {_first(exc)}",
-                                            traceback.format_exc()))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(write_fd, view):]
+                with open(spilled, "wb") as out:
+                    pickle.dump(("internal", f"{type(exc).__name__}: {_first(exc)}", traceback.format_exc()), out)
+            os.write(write_fd, b"R")  # written whole: the file holds the message
         except BaseException:  # noqa: BLE001 - nothing may escape the child
             code = 70
         finally:
@@ -247,18 +251,24 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
         if not _collect(pid, read_fd, chunks, deadline):
             raise AuditInputError(f"{path}: {_stage(chunks, func)} did not finish within {timeout:g} s "
                                   f"(--timeout); the model was stopped")
+    except BaseException:
+        shutil.rmtree(spill, ignore_errors=True)
+        raise
     finally:  # whatever the outcome: the model's process group, and every process it left, ends here
         os.close(read_fd)
         status = _kill(pid)
         _end_orphans(ours)
         if reaper:
             _subreaper(False)
-    data = b"".join(chunks)
-    _, sep, body = data.partition(b"R")
     try:  # from our own child, which ran only precfuzz's code and the user's model
-        message = pickle.loads(body) if sep and body else None
+        message = None
+        if b"R" in b"".join(chunks):
+            with open(spilled, "rb") as spilled_in:
+                message = pickle.load(spilled_in)
     except Exception:  # noqa: BLE001 - cut short: the process died while writing it
         message = None
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
     if message is not None:
         if message[0] == "ok":
             return message[1]

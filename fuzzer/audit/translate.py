@@ -244,10 +244,16 @@ def passthrough() -> dict[Any, str]:
 def _values(tensor: Any, arrays: bool = False) -> Any:
     import torch
 
-    if arrays:  # a real-size model's parameters: float32 holds every 16-bit and float32 value (no float64 copy of a
-        # 1B model; blocks pack theirs as float64)
-        wide = torch.float64 if tensor.dtype == torch.float64 or not tensor.is_floating_point() else torch.float32
-        return tensor.detach().to("cpu").to(wide).numpy()
+    if arrays:  # a real-size model's parameters in their own width, no copy where numpy has the format (no float64
+        # copy of a 1B model, no float32 copy of its bfloat16 move; blocks pack theirs as float64, one at a time)
+        t = tensor.detach().to("cpu")
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        if t.dtype in (torch.float16, torch.float32, torch.float64):
+            return t.numpy()
+        return t.to(torch.float32 if t.is_floating_point() else torch.float64).numpy()
     return tensor.detach().to("cpu").to(torch.float64).numpy().tolist()
 
 
