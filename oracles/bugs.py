@@ -56,6 +56,7 @@ CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
 # decode of zero or NaN codes, and a scaled_mm whose lowering decodes with it are one cause (triage11: 3 records)
 TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
 TVM_ONE_PASS_VARIANCE = tagged(OPS, "relax-one-pass-variance")
+TVM_ONE_FORMULA = tagged(OPS, "relax-one-formula")
 UPDATE_HAZARDS = (ErrorClass.UPDATE_LOST, ErrorClass.UPDATE_NONFINITE)  # oracles.training_hazards: an update lost
 GRADIENT_HAZARDS = (ErrorClass.GRAD_UNDERFLOW, ErrorClass.GRAD_OVERFLOW)  # a gradient lost to under- or overflow
 TRAINING_HAZARDS = UPDATE_HAZARDS + GRADIENT_HAZARDS
@@ -228,6 +229,18 @@ KEY_RULES: tuple[KeyRule, ...] = (
             lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "tvm" and k.family == "accuracy"
                                     and bool(f.ops) and set(f.ops) <= TVM_ONE_PASS_VARIANCE),
             {"ops": "one-pass-variance", "dtypes": "*"}),
+    KeyRule("tvm-one-formula", "triage29 b2ecdbde0c / b77d880499 (tanh's cancelling formula, float32 and float16), "
+            "b8948f55ce / b2ec291c20 (nn.attention's causal mask as 0, float32 and float16): TVM lowers these ops by "
+            "one formula in every dtype (see TVM_ONE_FORMULA)",
+            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "tvm" and k.family == "accuracy"
+                                    and bool(f.ops) and set(f.ops) <= TVM_ONE_FORMULA),
+            {"dtypes": "*"}),
+    KeyRule("torch-autocast-scaled-mm", "triage29 b150d2acc4 / b3d664bf7c: without AMX, torch._scaled_mm on the CPU "
+            "runs _scaled_mm_out_cpu_emulated, whose inner at::matmul CPU autocast casts to bfloat16: one record "
+            "whatever the operands' formats",
+            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch" and k.family == "accuracy"
+                                    and f.ops == ["scaled_mm"] and ExecutorName.parse(f.executor).variant == "autocast"),
+            {"dtypes": "*"}),
 )
 
 

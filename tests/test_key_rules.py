@@ -42,6 +42,12 @@ EXAMPLES: dict[str, tuple[Finding, bool | None, Finding]] = {
                               _bound("xla/native", "layer_norm", "float16->float16")),
     "tvm-one-pass-variance": (_bound("tvm/default", "group_norm", "float32,float32,float32->float32"), None,
                               _bound("tvm/default", "instance_norm", "float16,float16,float16->float16")),
+    "tvm-one-formula": (_bound("tvm/default", "tanh", "float32->float32"), None,
+                        _bound("tvm/decompose", "tanh", "float16->float16")),
+    "torch-autocast-scaled-mm": (
+        _bound("torch/autocast", "scaled_mm", "float8_e5m2,float8_e4m3fn,float32,float32->float32"), None,
+        Finding("effective-precision", "torch/autocast", ["scaled_mm"], ["float32", "bfloat16"],
+                "float32-carries-bfloat16", "m")),
 }
 
 

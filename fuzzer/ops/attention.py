@@ -166,6 +166,8 @@ OPS: list[OpSpec] = [
                     example_input("m", [6, 5], init={"dist": "randint", "low": 0, "high": 2, "seed": 7}, dtype="bool")),
                    ("q", "k", "v", "m"), {"enable_gqa": True}),
            attr_types={"is_causal": BOOL, "scale": SCALE, "enable_gqa": BOOL},
-           tags=frozenset({"autocast-lower-cpu", "autocast-inner-xla", "amp-always"}),
+           # relax-one-formula: TVM's causal mask is trilu's 0, not -inf, in every dtype: a row whose kept scores are all
+           # far below 0 is 0/0 (triage29 b2ec291c20 float16, b8948f55ce float32: one mechanism, two records by dtype)
+           tags=frozenset({"autocast-lower-cpu", "autocast-inner-xla", "amp-always", "relax-one-formula"}),
            aten=A.overloads("scaled_dot_product_attention.default", _aten)),
 ]

@@ -559,3 +559,6 @@ _AMP_FOLLOW = ('add', 'sub', 'mul', 'div', 'neg', 'exp', 'log', 'sqrt', 'rsqrt',
 OPS = [replace(s, tags=s.tags | {"amp-follow"}) if s.name in _AMP_FOLLOW else s for s in OPS]
 # PyTorch's CPU add/sub/mul/div read a 0-dim second operand at float precision (TensorIterator's original scalar)
 OPS = [replace(s, tags=s.tags | {"opmath-scalar"}) if s.name in ("add", "sub", "mul", "div") else s for s in OPS]
+# TVM lowers tir.tanh as (1 - exp(-2x)) / (1 + exp(-2x)) in every float dtype: 0 below 1.5e-8 in float32, below
+# 1.2e-4 in float16 (triage29 b2ecdbde0c, b77d880499: one formula, two records by dtype)
+OPS = [replace(s, tags=s.tags | {"relax-one-formula"}) if s.name == "tanh" else s for s in OPS]
