@@ -142,3 +142,51 @@ def test_a_script_makes_many_inline_values_from_their_packed_bytes() -> None:
     text = inline_expr(pack(big), (LISTED + 1,))
     assert "b64decode" in text and len(text) < 12 * big.size
     assert np.array_equal(eval(text, {"np": np}), big)  # noqa: S307 - our own expression
+
+
+def _run(g: Graph) -> dict[str, np.ndarray]:
+    """The float64 values of a block graph whose inputs hold arrays (packed first, as the audit does)."""
+    from fuzzer.audit.blocks import _listed
+    from fuzzer.interpret import evaluate
+
+    g = Graph(tuple(_listed(i) for i in g.inputs), g.nodes, g.outputs)
+    return evaluate(g, {i.name: inline(i.init) for i in g.inputs}, rounded=False)
+
+
+def test_an_embedding_block_holds_only_the_rows_its_ids_read_and_looks_up_the_same_values() -> None:
+    """A 1B decoder's embed_tokens is 65M values that 16 tokens read 16 rows of: the block's table is those rows, its
+    ids renumbered (the same outputs); the llama_1b audit ran out of 23 GB on the whole table."""
+    from fuzzer.audit.blocks import narrow_lookups
+
+    table = np.arange(40.0).reshape(10, 4)
+    ids = np.array([[7.0, 2.0, 7.0]])
+    g = Graph((Input("w", (10, 4), "float32", "param", init={"values": table}),
+               Input("ids", (1, 3), "int64", init={"values": ids})),
+              (Node("e", "embedding", ("w", "ids")),), ("e",))
+    narrow = narrow_lookups(g)
+    assert narrow.input("w").shape == (2, 4)
+    np.testing.assert_array_equal(_run(narrow)["e"], table[[[7, 2, 7]]])
+    shared = Graph(g.inputs, g.nodes + (Node("s", "sum", ("w",)),), ("e", "s"))  # the table read elsewhere: kept
+    assert narrow_lookups(shared) is shared
+
+
+def test_a_linear_block_past_the_limit_is_split_by_output_features_into_blocks_of_one_structure() -> None:
+    """An LM head (32000 x 2048) past the block limit becomes equal slices of its output features, weight rows and
+    bias alike, each computing exactly its outputs; the slices share one structure (audited once)."""
+    from fuzzer.audit.blocks import BlockCase, split_wide
+    from fuzzer.ir import Case
+
+    rng = np.random.default_rng(0)
+    w, b, x = rng.normal(size=(12, 5)), rng.normal(size=12), rng.normal(size=(2, 5))
+    g = Graph((Input("x", (2, 5), "float32", "param", init={"values": x}),
+               Input("w", (12, 5), "float32", "param", init={"values": w}),
+               Input("b", (12,), "float32", "param", init={"values": b})),
+              (Node("y", "linear", ("x", "w", "b")),), ("y",))
+    bc = BlockCase(Block("lm_head", ("y",)), Case(g, ({},), {"block": "lm_head"}))
+    parts = split_wide(bc, limit=20)
+    assert [p.block.name for p in parts] == ["lm_head [outputs 0:4]", "lm_head [outputs 4:8]", "lm_head [outputs 8:12]"]
+    assert len({structure(p.case) for p in parts}) == 1
+    got = np.concatenate([_run(p.case.graph)["y"] for p in parts], axis=-1)
+    whole = _run(g)["y"]
+    np.testing.assert_array_equal(got, whole)
+    assert split_wide(bc, limit=60) == [bc]

@@ -1247,3 +1247,18 @@ def test_regression_an_exact_widening_cast_is_never_blamed_its_operand_is(checke
         pytest.skip("XLA's autocast attention is within the bound on this CPU")
     assert found[0].ops == ["scaled_dot_product_attention"] and "exact widening cast" in found[0].message
     assert found[0].ratio < 100, found[0].message  # judged in bfloat16, not at a float32 ULP
+
+
+def test_regression_a_mixed_16_bit_matmul_names_the_other_operands_dtype_not_the_promotion() -> None:
+    """triage29 bf46a13882: torch_xla's float16 @ bfloat16 (model.to(bfloat16) of a float16 model's weights) was titled
+    "a float16 input with float32 parameters": the chain break named the dtype the two promote to, so the hazard's
+    fix cast to float32 too, which PyTorch rejects as well. The other operand's own dtype is the parameter side."""
+    from fuzzer.ir import infer
+    from oracles.semantics import downcast_message
+
+    g = Graph((Input("x", (1, 4), "float16"), Input("w", (4, 3), "bfloat16", "param")),
+              (Node("m", "matmul", ("x", "w")),), ("m",))
+    brk = infer(g).chain_breaks()["m"]
+    assert (brk.activation_dtype, brk.param_dtype) == ("float16", "bfloat16")
+    assert "float16 activation with bfloat16 parameters" in downcast_message("xla/bf16-model", "m", "matmul", brk,
+                                                                             "float16")

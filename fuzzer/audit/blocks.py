@@ -8,7 +8,9 @@ ResNet stage's block, a UNet's resnet / attention block. `partition` cuts the gr
 ops of no submodule between them (a residual add in the model's own forward, a flatten) are glue blocks of their
 own. `block_case` makes a block a case: the parameters it reads, and every value it reads from another block as
 an input holding the value the float32 eager run of the whole model gave it (`record`). Blocks of one structure
-(the same ops, attributes, shapes and dtypes: a transformer's layers) are audited once (`distinct`).
+(the same ops, attributes, shapes and dtypes: a transformer's layers) are audited once (`distinct`). Two exact
+rewrites keep a block to the values it computes with: an embedding table narrowed to the rows its ids read
+(`narrow_lookups`), one linear layer past the limit split by output features (`split_wide`).
 
 Pure functions over the graph, except `record`, which runs the exported program in PyTorch eager.
 """
@@ -22,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Case, Graph, Input, infer
-from ..values import inline, pack
+from ..values import has_inline, inline, pack
 from .translate import Source
 
 BLOCK_VALUES = 2**23  # parameter values one block may hold (float64 8M values: 64 MiB per copy) unless it is one module
@@ -126,9 +128,84 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     ins = tuple(inputs[r] if r in inputs else made[fed.index(r)] for r in read)
     later = {o for n in graph.nodes if n.id not in inside for o in n.inputs if isinstance(o, str)}
     outs = [n.id for n in nodes if n.id in later or n.id in graph.outputs] or [nodes[-1].id]
-    sub = Graph(tuple(_listed(i) if pack_values else i for i in ins), nodes, tuple(outs))
+    sub = narrow_lookups(Graph(ins, nodes, tuple(outs)))
+    if pack_values:
+        sub = Graph(tuple(_listed(i) for i in sub.inputs), sub.nodes, sub.outputs)
     case = Case(sub, ({},), {**meta, "block": block.name, "members": list(block.members or (block.name,))})
     return BlockCase(block, case, {k: v for k, v in sources.items() if k in inside}, tuple(fed))
+
+
+def _held(inp: Input) -> np.ndarray | None:
+    """The values an input holds inline (an array, a list or packed), else None."""
+    init = inp.init or {}
+    if isinstance(init.get("values"), np.ndarray):
+        return init["values"]
+    return inline(init) if has_inline(init) else None
+
+
+def narrow_lookups(g: Graph) -> Graph:
+    """Each embedding whose table is an input only it reads, and whose indices the case holds (read by it alone), with
+    its table narrowed to the rows the indices read and the indices renumbered: the same values looked up (a
+    32000-row vocabulary read by 16 tokens is 16 rows, 65M values fewer for every backend and the reference)."""
+    inputs = {i.name: i for i in g.inputs}
+    readers: dict[str, int] = {}
+    for n in g.nodes:
+        for o in n.inputs:
+            if isinstance(o, str):
+                readers[o] = readers.get(o, 0) + 1
+    changed: dict[str, Input] = {}
+    for n in g.nodes:
+        if n.op != "embedding" or len(n.inputs) != 2:
+            continue
+        w, ids = n.inputs
+        if w not in inputs or ids not in inputs or readers.get(w) != 1 or readers.get(ids) != 1 or w == ids:
+            continue
+        table, idx = _held(inputs[w]), _held(inputs[ids])
+        if table is None or idx is None or table.ndim != 2 or not idx.size:
+            continue
+        rows, inverse = np.unique(np.asarray(idx, dtype=np.int64), return_inverse=True)
+        if rows[0] < 0 or rows[-1] >= table.shape[0] or len(rows) >= table.shape[0]:
+            continue
+        changed[w] = replace(inputs[w], shape=(len(rows), table.shape[1]), init={"values": np.asarray(table[rows])})
+        changed[ids] = replace(inputs[ids], init={"values": inverse.reshape(idx.shape).astype(np.float64)})
+    if not changed:
+        return g
+    return Graph(tuple(changed.get(i.name, i) for i in g.inputs), g.nodes, g.outputs)
+
+
+def split_wide(bc: BlockCase, limit: int = BLOCK_VALUES) -> list[BlockCase]:
+    """A block that is one linear layer holding more than `limit` weight values (an LM head: 32000 x 2048), as blocks
+    of equal slices of its output features, weight rows and bias alike: each output feature reads its own row only,
+    so a slice computes exactly those outputs; slices of one shape share a structure and are audited once. Any other
+    block as it is."""
+    g = bc.case.graph
+    if len(g.nodes) != 1 or g.nodes[0].op != "linear":
+        return [bc]
+    node = g.nodes[0]
+    inputs = {i.name: i for i in g.inputs}
+    w = node.inputs[1] if len(node.inputs) > 1 else None
+    b = node.inputs[2] if len(node.inputs) > 2 else None
+    if w not in inputs or len(inputs[w].shape) != 2 or math.prod(inputs[w].shape) <= limit:
+        return [bc]
+    rows, cols = inputs[w].shape
+    table = _held(inputs[w])
+    bias = _held(inputs[b]) if isinstance(b, str) and b in inputs else None
+    if table is None or (isinstance(b, str) and (b not in inputs or bias is None)):
+        return [bc]
+    k = next((k for k in range(2, rows + 1) if rows % k == 0 and rows // k * cols <= limit), None)
+    if k is None:
+        return [bc]
+    step, out = rows // k, []
+    for start in range(0, rows, step):
+        part = {w: replace(inputs[w], shape=(step, cols), init={"values": np.asarray(table[start:start + step])})}
+        if bias is not None:
+            part[b] = replace(inputs[b], shape=(step,), init={"values": np.asarray(bias[start:start + step])})
+        name = f"{bc.block.name} [outputs {start}:{start + step}]"
+        sub = Graph(tuple(part.get(i.name, i) for i in g.inputs), g.nodes, g.outputs)
+        out.append(BlockCase(replace(bc.block, name=name), replace(bc.case, graph=sub, meta={**bc.case.meta,
+                                                                                            "block": name}),
+                             bc.sources, bc.fed))
+    return out
 
 
 def packed(bc: BlockCase) -> BlockCase:

@@ -630,7 +630,7 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
 def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_ir: Graph, model_file: str | None,
                name: str, notes: list[str], limit: int) -> Translation:
     """The translation of a model of any size as its distinct blocks, each fed its recorded activations."""
-    from .blocks import block_case, boundary, distinct, packed, partition, record
+    from .blocks import block_case, boundary, distinct, packed, partition, record, split_wide
 
     try:
         infer(graph_ir)
@@ -642,18 +642,18 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
     meta = {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name}
     cases = []
     for part in parts:
-        bc = block_case(graph_ir, part, recorded, sources, meta, pack_values=False)
-        try:
-            check_size(bc.case.graph, infer(bc.case.graph))
-        except IRError as exc:
-            raise AuditInputError(f"block {part.name} is too big to judge: {exc}") from None
-        cases.append(bc)
+        for bc in split_wide(block_case(graph_ir, part, recorded, sources, meta, pack_values=False), limit):
+            try:
+                check_size(bc.case.graph, infer(bc.case.graph))
+            except IRError as exc:
+                raise AuditInputError(f"block {bc.block.name} is too big to judge: {exc}") from None
+            cases.append(bc)
     kept = [packed(bc) for bc in distinct(cases)]
-    notes.append(f"real size by blocks: {len(parts)} block(s), {len(kept)} of them distinct (blocks of one structure "
+    notes.append(f"real size by blocks: {len(cases)} block(s), {len(kept)} of them distinct (blocks of one structure "
                  "are audited once, on the parameters and activations of the one fed the largest activations)")
     whole = Graph(tuple(replace(i, init={"dist": "constant", "value": 0.0}) for i in graph_ir.inputs),
                   graph_ir.nodes, graph_ir.outputs)  # its shapes only: the values are its blocks'
-    case = Case(whole, ({},), {**meta, "blocks": len(parts)})
+    case = Case(whole, ({},), {**meta, "blocks": len(cases)})
     return Translation(case, sources, notes, blocks=kept)
 
 

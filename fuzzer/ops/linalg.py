@@ -108,8 +108,9 @@ def _infer_matmul(batched: bool):
         shape = (*batch, a.shape[-2], b.shape[-1])
         if a.dtype != b.dtype:
             dtype = promote_types(a.dtype, b.dtype)
-            low = 0 if a.dtype != dtype else 1
-            return Typed(tensor(shape, dtype), ChainBreak(low, (a, b)[low].dtype, dtype), dtype)
+            low = 0 if a.dtype != dtype else 1  # the other operand's own dtype is the "parameter" side (fp16 @ bf16:
+            # bfloat16, not the float32 they promote to; triage29 bf46a13882 said "float32 parameters")
+            return Typed(tensor(shape, dtype), ChainBreak(low, (a, b)[low].dtype, (a, b)[1 - low].dtype), dtype)
         return Typed(tensor(shape, a.dtype))
 
     return infer
