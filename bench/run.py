@@ -180,22 +180,27 @@ def tree_memory_mb(pid: int) -> tuple[float, float]:
 
 
 def audit_scale(timeout_s: float) -> dict:
-    """Wall seconds and peak memory (the audit's whole process tree, RSS and PSS summed, sampled every 0.5 s) of
+    """Wall seconds and peak memory (the audit's whole process tree, RSS and PSS summed, sampled every second) of
     `precfuzz audit` on each real-size model of corpus/scale (issue 37: <= 10 minutes and <= 16 GB each on 2 cores)."""
     out = {}
     for model in sorted(SCALE.glob("*.py")):
         print(f"bench: audit at real size {model.name}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
+        verdict_out = tempfile.TemporaryFile("w+")  # not a pipe: a verdict past the pipe's 64 KB (a 1B decoder's 430
+        # blocks) would block the audit while this loop only samples memory
         proc = subprocess.Popen([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--no-minimize", "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+                                stdout=verdict_out, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
         peak, peak_pss = 0.0, 0.0
         while proc.poll() is None and time.perf_counter() - t0 < timeout_s:
             rss, pss = tree_memory_mb(proc.pid)
             peak, peak_pss = max(peak, rss), max(peak_pss, pss)
-            time.sleep(0.5)
+            time.sleep(1.0)  # PSS walks every page table: sampled each second, it takes a tenth of a core
         if proc.poll() is None:
             proc.kill()
-        text = proc.communicate()[0]
+        proc.wait()
+        verdict_out.seek(0)
+        text = verdict_out.read()
+        verdict_out.close()
         try:
             verdict = json.loads(text)
         except ValueError:
