@@ -137,12 +137,20 @@ class Confirmation:
     script: Path | None  # the record's repro: the short script if it exits 1, else the full-oracle one if it does
     note: str
     ran: bool  # some script was run
+    cpu_dependent: bool | None = None  # the confirmed script exits 0 with the CPU's ISA limited (LOWER_ISA); None: not asked
 
 
-def confirm_scripts(art: Artifacts, timeout_s: float = 300.0) -> Confirmation:
+# The kernels oneDNN, ATen and XLA:CPU pick by the CPU's ISA, limited to AVX2 (no avx512_bf16, avx512_fp16 or AMX): a
+# bug that goes away under them is the kernel this CPU selects (triage29: oneDNN's avx512_bf16 dot flushing subnormal
+# products; without AMX, _scaled_mm's emulated path), and the record says so
+LOWER_ISA = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2"}
+
+
+def confirm_scripts(art: Artifacts, timeout_s: float = 300.0, ask_isa: bool = False) -> Confirmation:
     """Run the short script, and where it does not exit 1 the full-oracle one, each in a fresh process: the first that
     exits 1 confirms the finding and becomes the record's repro (a short script whose expected value or check misses
-    the bug never stands for it: triage, 3 of 33 exited 0 while the bug was there)."""
+    the bug never stands for it: triage, 3 of 33 exited 0 while the bug was there). `ask_isa`: the confirmed script
+    runs once more with the CPU's ISA limited (LOWER_ISA); exiting 0 there, the bug is this CPU's kernel's."""
     said: list[str] = []
     for name, path in ((REPRO, art.repro), (REPRO_FULL, art.repro_full)):
         if path is None:
@@ -152,14 +160,23 @@ def confirm_scripts(art: Artifacts, timeout_s: float = 300.0) -> Confirmation:
             how = f"{name} reproduces it in a fresh process: {tail}"
             if said:
                 how = f"{'; '.join(said)}; the record's repro is {REPRO_FULL} instead: it {how.split(' ', 1)[1]}"
-            return Confirmation(path, how, True)
+            dependent = None
+            if ask_isa:
+                limited, _ = run_script(path, timeout_s, LOWER_ISA)
+                dependent = limited == 0
+                if dependent:
+                    how += ("; CPU-dependent: with the ISA limited to AVX2 (" + " ".join(
+                        f"{k}={v}" for k, v in LOWER_ISA.items()) + f") {path.name} exits 0: the kernel this CPU's ISA "
+                        "selects is at fault, another CPU may not show it")
+            return Confirmation(path, how, True, dependent)
         said.append(f"{name} exits {status} ({tail})")
     return Confirmation(None, "; ".join(said) or "no script was written", bool(said))
 
 
-def run_script(path: Path, timeout_s: float = 300.0) -> tuple[int | None, str]:
-    """Run a repro script as a user would (`python -I`, a clean environment): (exit status or None, last output)."""
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")}
+def run_script(path: Path, timeout_s: float = 300.0, extra_env: dict[str, str] | None = None) -> tuple[int | None, str]:
+    """Run a repro script as a user would (`python -I`, a clean environment, plus `extra_env`): (exit status or None,
+    last output)."""
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")} | (extra_env or {})
     path = Path(path).resolve()
     try:
         done = subprocess.run([sys.executable, "-I", path.name], cwd=path.parent, env=env, capture_output=True,

@@ -399,3 +399,20 @@ def test_regression_short_script_of_an_int_finding_runs_and_wraps_as_the_backend
                                 tmp_path)
         proc = run_alone(path)
         assert proc.returncode == 0 and "OK" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_regression_a_bug_gone_with_the_cpus_isa_limited_is_said_to_depend_on_the_cpu(tmp_path: Path) -> None:
+    """triage29 bba664053e (oneDNN's avx512_bf16 dot flushing subnormal products), b150d2acc4 (without AMX,
+    _scaled_mm's emulated path): real on this CPU, gone with oneDNN and ATen limited to AVX2, and no record said
+    so. The confirmed script runs once more with the ISA limited (artifacts.LOWER_ISA); where it exits 0 there, the
+    record's note says the bug is this CPU's kernel's; where it still exits 1, nothing is said."""
+    from fuzzer.artifacts import LOWER_ISA, Artifacts, confirm_scripts
+
+    (tmp_path / "repro.py").write_text("import os, sys\nsys.exit(0 if os.environ.get('ONEDNN_MAX_CPU_ISA') else 1)\n")
+    shown = confirm_scripts(Artifacts(repro=tmp_path / "repro.py"), ask_isa=True)
+    assert shown.script == tmp_path / "repro.py" and shown.cpu_dependent is True
+    assert "CPU-dependent" in shown.note and f"ONEDNN_MAX_CPU_ISA={LOWER_ISA['ONEDNN_MAX_CPU_ISA']}" in shown.note
+    (tmp_path / "repro.py").write_text("import sys\nsys.exit(1)\n")
+    shown = confirm_scripts(Artifacts(repro=tmp_path / "repro.py"), ask_isa=True)
+    assert shown.cpu_dependent is False and "CPU-dependent" not in shown.note
+    assert confirm_scripts(Artifacts(repro=tmp_path / "repro.py")).cpu_dependent is None

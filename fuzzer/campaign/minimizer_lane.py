@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from oracles.bugs import case_keys
-from oracles.findings import Finding
+from oracles.findings import Finding, backend_of
 from oracles.vocabulary import ErrorClass, ExecutorName, Kind
 
 from ..artifacts import REPRO_FULL, Artifacts, confirm_scripts, rewrite_report, write_finding
@@ -266,7 +266,7 @@ class MinimizerLane:
         bug no script was run for (none renders, or verify_repros is off) is confirmed by a re-check on fresh workers.
         """
         if self.c.cfg.verify_repros and (art.repro or art.repro_full):
-            shown = confirm_scripts(art)
+            shown = confirm_scripts(art, ask_isa=backend_of(finding.executor) in ("torch", "torch_xla"))
             if shown.script is not None:
                 return True, shown.note, shown.script
             fallback = art.repro_full or art.repro
