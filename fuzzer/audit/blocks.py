@@ -24,9 +24,12 @@ from typing import Any
 import numpy as np
 
 from ..ir import Case, Graph, Input, infer
+from ..ops import OPS, tagged
 from ..values import has_inline, inline, pack
 from .translate import Source
 
+ROW_LOOKUP = tagged(OPS, "row-lookup")  # embedding: its table narrowed to the rows read
+ROW_PER_OUTPUT = tagged(OPS, "row-per-output")  # linear: split by output features
 BLOCK_VALUES = 2**23  # parameter values one block may hold (float64 8M values: 64 MiB per copy) unless it is one module
 
 
@@ -155,7 +158,7 @@ def narrow_lookups(g: Graph) -> Graph:
                 readers[o] = readers.get(o, 0) + 1
     changed: dict[str, Input] = {}
     for n in g.nodes:
-        if n.op != "embedding" or len(n.inputs) != 2:
+        if n.op not in ROW_LOOKUP or len(n.inputs) != 2:
             continue
         w, ids = n.inputs
         if w not in inputs or ids not in inputs or readers.get(w) != 1 or readers.get(ids) != 1 or w == ids:
@@ -179,7 +182,7 @@ def split_wide(bc: BlockCase, limit: int = BLOCK_VALUES) -> list[BlockCase]:
     so a slice computes exactly those outputs; slices of one shape share a structure and are audited once. Any other
     block as it is."""
     g = bc.case.graph
-    if len(g.nodes) != 1 or g.nodes[0].op != "linear":
+    if len(g.nodes) != 1 or g.nodes[0].op not in ROW_PER_OUTPUT:
         return [bc]
     node = g.nodes[0]
     inputs = {i.name: i for i in g.inputs}

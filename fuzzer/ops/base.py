@@ -229,6 +229,10 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #                      node's dtype (identity for the exact answer)
 #   autograd-needs-weight  PyTorch's CPU backward raises on a bias whose (per-channel) weight is absent (group_norm:
 #                      dbeta = empty_like(weight)): the float64 gradient reference passes a weight of ones
+#   row-lookup         reads rows of its first operand (a table) at the indices of its second: the table may be
+#                      narrowed to the rows the indices read, indices renumbered (embedding; the audit by blocks)
+#   row-per-output     output feature j reads row j of its second operand and element j of its third (optional): the
+#                      op may be split by output features, rows and bias alike (linear; the audit by blocks)
 #   relax-one-formula  TVM lowers it by one formula in every float dtype (tir.tanh's (1 - e^-2x) / (1 + e^-2x), the
 #                      causal mask of nn.attention as trilu's 0): an accuracy bug of it is one record across dtypes
 #   opmath-scalar      PyTorch's CPU kernel reads a 0-dim second operand at float precision (add, sub, mul, div:
@@ -237,7 +241,7 @@ TAGS = ("contraction", "autocast-lower", "autocast-lower-cpu", "autocast-lower-x
         "autocast-fp32-cpu", "amp-always", "amp-follow", "gated", "amp-unmodelled", "float32-scales", "opmath-scalar",
         "xla-batch-norm-training", "relax-fp8-astype", "relax-training-mean", "single-rounding", "stepwise",
         "autograd-needs-weight", "relax-one-pass-variance", "dtype-limit-value", "bias-add-splits",
-        "linear-reduction", "relax-one-formula")
+        "linear-reduction", "relax-one-formula", "row-lookup", "row-per-output")
 
 
 @dataclass(frozen=True)

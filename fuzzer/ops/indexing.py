@@ -8,6 +8,7 @@ keep them in range and the reference clips (it never reads outside the table).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -205,3 +206,5 @@ OPS: list[OpSpec] = [
            aten={"gather.default": lambda c: c.emit("gather", [c.arg(0, "self"), c.arg(2, "index")],
                                                     {"dim": int(c.arg(1, "dim"))})}),
 ]
+# the audit by blocks narrows an embedding's table to the rows its ids read (fuzzer/audit/blocks.narrow_lookups)
+OPS = [replace(s, tags=s.tags | {"row-lookup"}) if s.name == "embedding" else s for s in OPS]
