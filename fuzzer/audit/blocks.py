@@ -132,8 +132,7 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     later = {o for n in graph.nodes if n.id not in inside for o in n.inputs if isinstance(o, str)}
     outs = [n.id for n in nodes if n.id in later or n.id in graph.outputs] or [nodes[-1].id]
     sub = narrow_lookups(Graph(ins, nodes, tuple(outs)))
-    if pack_values:
-        sub = Graph(tuple(_listed(i) for i in sub.inputs), sub.nodes, sub.outputs)
+    sub = _packed_graph(sub) if pack_values else sub
     case = Case(sub, ({},), {**meta, "block": block.name, "members": list(block.members or (block.name,))})
     return BlockCase(block, case, {k: v for k, v in sources.items() if k in inside}, tuple(fed))
 
@@ -213,8 +212,12 @@ def split_wide(bc: BlockCase, limit: int = BLOCK_VALUES) -> list[BlockCase]:
 
 def packed(bc: BlockCase) -> BlockCase:
     """The block case with its inline parameter values packed (what a case saved or sent holds)."""
-    g = bc.case.graph
-    return replace(bc, case=replace(bc.case, graph=Graph(tuple(_listed(i) for i in g.inputs), g.nodes, g.outputs)))
+    return replace(bc, case=replace(bc.case, graph=_packed_graph(bc.case.graph)))
+
+
+def _packed_graph(g: Graph) -> Graph:
+    """`g` with every input's inline array values packed."""
+    return Graph(tuple(_listed(i) for i in g.inputs), g.nodes, g.outputs)
 
 
 def _listed(inp: Input) -> Input:

@@ -8,7 +8,6 @@ keep them in range and the reference clips (it never reads outside the table).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -168,7 +167,7 @@ OPS: list[OpSpec] = [
     OpSpec("embedding", "index", ("weight", "indices"), {}, _infer_embedding, embedding,
            lambda c: f"F.embedding({c.args[1]}, {c.args[0]})",
            lambda c: f"R.op.take({c.arg(0)}, {_relax_ids(c, 1, c.x_shape[0])}, axis=0)", lambda ivs, infos, attrs, out: ivs[0],
-           Example((_TABLE, _IDS), ("w", "i")), params=(0,),
+           Example((_TABLE, _IDS), ("w", "i")), params=(0,), tags=frozenset({"row-lookup"}),
            numpy=lambda c: f"{c.args[0]}[{c.args[1]}.astype(int)]",
            aten=A.overloads("embedding.default", _aten_embedding)),
     OpSpec("index_select", "index", ("a", "index"), {"dim": 0}, _infer_index_select, index_select,
@@ -206,5 +205,3 @@ OPS: list[OpSpec] = [
            aten={"gather.default": lambda c: c.emit("gather", [c.arg(0, "self"), c.arg(2, "index")],
                                                     {"dim": int(c.arg(1, "dim"))})}),
 ]
-# the audit by blocks narrows an embedding's table to the rows its ids read (fuzzer/audit/blocks.narrow_lookups)
-OPS = [replace(s, tags=s.tags | {"row-lookup"}) if s.name == "embedding" else s for s in OPS]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 import numpy as np
@@ -388,7 +387,7 @@ OPS: list[OpSpec] = [
            lambda c: f"F.linear({c.args[0]}, {c.args[1]}, {c.args[2]})", _relax_product, _INNER,
            Example((example_input("x", [2, 3, 8]), example_input("w", [5, 8], "param"), example_input("b", [5], "param")),
                    ("x", "w", "b")),
-           params=(1, 2), tags=_CONTRACTION | {"bias-add-splits"}, relax_dtype=accumulate_dtype,
+           params=(1, 2), tags=_CONTRACTION | {"bias-add-splits", "row-per-output"}, relax_dtype=accumulate_dtype,
            numpy=_np_linear,
            aten=A.overloads("linear.default", lambda c: c.emit("linear", [c.arg(0, "input"), c.arg(1, "weight"), c.arg(2, "bias")], {}))),
     OpSpec("matmul", "matmul", ("a", "b"), {}, _infer_matmul(False), matmul,
@@ -402,5 +401,3 @@ OPS: list[OpSpec] = [
            numpy=lambda c: f"({c.args[0]} @ {c.args[1]})",
            aten=A.overloads("bmm.default", lambda c: c.emit("bmm", [c.arg(0, "self"), c.arg(1, "mat2")], {}))),
 ]
-# the audit by blocks splits a linear layer past its limit by output features (fuzzer/audit/blocks.split_wide)
-OPS = [replace(s, tags=s.tags | {"row-per-output"}) if s.name == "linear" else s for s in OPS]
