@@ -332,6 +332,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     backend = {"torch_xla": "torch_xla", "tvm": "TVM", "torch": "PyTorch", "neuron": "Neuron"}.get(finding.backend,
                                                                                                 finding.backend)
     op = "+".join(finding.ops)
+    if finding.details.get("fused_into") and finding.details.get("consumer_op"):  # right alone, wrong fused (triage29
+        op += f" fused into the {finding.details['consumer_op']} after it"  # b0b2d8eefd: XLA's mul -> softmax FMA)
     dc = dtype_label(finding)
     names = sorted(set(executors)) or [finding.executor]
     where = f" ({', '.join(names)})"

@@ -324,7 +324,9 @@ def locate(graph: Graph, values: Values, run: Run, wrt: str, nonfinite: bool = F
         if not got.ok or got.grads is None:
             continue
         exact, ideals, floors = reference(one, ins)
-        order = sorted(range(len(one.wrt)), key=lambda i: one.wrt[i] != wrt)  # the gradient the finding is about first
+        feeds = path | {wrt}  # an operand whose gradient flows on into wrt's: only these can make wrt's gradient wrong
+        order = sorted((i for i in range(len(one.wrt)) if one.wrt[i] in feeds),  # (triage29 bd86210ab6: a linear's
+                       key=lambda i: one.wrt[i] != wrt)  # bias sum, off alone, blamed for the gradient of hidden)
         theirs = None
         for i in order:
             s = error_stats(got.grads[i], exact[i], [ideal[i] for ideal in ideals], one.input(one.wrt[i]).dtype,

@@ -166,7 +166,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                 else f"max error {pair.max_abs:.4g} ({pair.max_ulp:.1f} ULP) is {pair.ratio:.3g}x the allowed error")
         msg = (f"{producer} ({p_ops[0]}, {p_dtypes[0]}) computed with {node} ({ops[0]}) after it: {what} at {node}, "
                f"fed {producer}'s own operands, while {node} alone on the same values is within its bound (the "
-               f"backend's {p_ops[0]} is wrong where it feeds {ops[0]})")
+               f"backend's {p_ops[0]} fused into the {ops[0]} is wrong; each alone is right)")
         return replace(finding, ops=p_ops, dtypes=p_dtypes, node=producer, error_class=cls, message=msg,
                        ratio=pair.ratio, max_ulp=pair.max_ulp,
                        details={**details, "fused_into": node, "consumer_op": ops[0]})

@@ -780,3 +780,28 @@ def test_regression_a_non_finite_gradient_beside_an_exact_one_past_the_dtypes_ra
     with ExecutorPool(["torch/eager"]) as pool:
         result = Checker(pool).check(case, ["torch/eager"])
     assert not [f for f in result.findings if f.error_class == "grad-nonfinite"], result.findings
+
+
+def test_regression_an_operand_whose_gradient_never_reaches_the_finding_is_not_its_culprit() -> None:
+    """triage29 bd86210ab6: the gradient of hidden was off on torch_xla and the locator blamed a linear's bias, whose
+    gradient (a bf16 sum, off alone) never flows into hidden's. Only operands on hidden's path may be the culprit."""
+    from oracles.gradients import locate
+
+    g = Graph((Input("hidden", (4, 8), "bfloat16", grad=True), Input("w1", (6, 8), "bfloat16", grad=True),
+               Input("bias", (6,), "bfloat16", grad=True), Input("upstream", (4, 6), "bfloat16")),
+              (Node("lin", "linear", ("hidden", "w1", "bias")), Node("weighted", "mul", ("lin", "upstream")),
+               Node("loss", "sum", ("weighted",))), ("loss",))
+    values = rounded_inputs(g, input_values(case_from_json(graph_to_json(g)), 0))
+    eager = create("torch/eager")
+
+    def spoiled(graph: Graph, vals: dict) -> object:
+        """Eager's gradients with the bias's gradient made 100x too large: a backend wrong on bias alone."""
+        (got,) = eager.run_case(graph, [vals])
+        if "bias" in graph.wrt:
+            grads = list(got.grads)
+            grads[graph.wrt.index("bias")] = grads[graph.wrt.index("bias")] * 100.0
+            got = replace(got, grads=grads)
+        return got
+
+    assert locate(g, values, spoiled, "bias") is not None  # the bias's own gradient: linear is the culprit
+    assert locate(g, values, spoiled, "hidden") is None  # hidden's gradient does not see bias's

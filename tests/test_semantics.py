@@ -1007,6 +1007,19 @@ def test_regression_a_title_says_the_repros_ratio_and_where_inf_nan_was_seen() -
     assert "240x less accurate" in text and "inf/nan on some inputs of 27 values" in text, text
 
 
+def test_regression_a_producer_right_alone_but_wrong_fused_into_its_consumer_is_titled_as_the_fusion() -> None:
+    """triage29 b0b2d8eefd: XLA:CPU contracts a mul into the softmax after it (an FMA: the subtract sees the exact
+    product, max the rounded one), NaN at logits of -4.8e18; the mul alone is right, the title said "mul returns
+    inf/nan". The title names the pair."""
+    from oracles.bugs import title
+    from oracles.findings import Finding
+
+    f = Finding("error-bound", "xla/autocast", ["mul"], ["float32,bfloat16->float32"], "nonfinite", "m", ratio=None,
+                details={"fused_into": "softmax1", "consumer_op": "softmax"})
+    text = title(f, ["xla/autocast"])
+    assert "mul fused into the softmax after it returns inf/nan" in text, text
+
+
 def test_regression_a_kernel_that_flushes_subnormals_is_a_coverage_note_not_an_accuracy_bug() -> None:
     """triage16 b65c40d3ea: PyTorch's oneDNN bfloat16 gelu returns 0 for 3e-39 (it flushes subnormal inputs and
     results; an elementwise multiply keeps them, so asking a multiply whether the backend flushes said no, and the
@@ -1262,3 +1275,19 @@ def test_regression_a_mixed_16_bit_matmul_names_the_other_operands_dtype_not_the
     assert (brk.activation_dtype, brk.param_dtype) == ("float16", "bfloat16")
     assert "float16 activation with bfloat16 parameters" in downcast_message("xla/bf16-model", "m", "matmul", brk,
                                                                              "float16")
+
+
+def test_regression_a_hazard_only_precfuzzs_own_bridging_ran_is_eagers_not_a_second_record() -> None:
+    """sample29 #25: a float16 activation into batch_norm with bfloat16 statistics, which PyTorch refuses, was filed
+    twice: by torch/eager and by tvm/decompose-inference, whose policy program only ran because precfuzz bridges
+    mixed dtypes for Relax; that finding's repro ran the bridged program and exited 0. Eager's finding is the one;
+    alone, the TVM executor still files it (nobody else saw it)."""
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "fp16-batch-norm-bf16-stats-bridged-hazard-sample29.json")
+    with ExecutorPool(["torch/eager", "tvm/decompose-inference"], timeout=300.0) as pool:
+        both = Checker(pool).check(case, ["torch/eager", "tvm/decompose-inference"])
+        alone = Checker(pool).check(case, ["tvm/decompose-inference"])
+    hazards = [f for f in both.findings if f.kind == "model-hazard"]
+    assert [f.executor for f in hazards] == ["torch/eager"], hazards
+    assert [f.executor for f in alone.findings if f.kind == "model-hazard"] == ["tvm/decompose-inference"]
