@@ -217,7 +217,9 @@ KEY_RULES: tuple[KeyRule, ...] = (
                                     and specific is not False),
             {"ops": "*"}),
     KeyRule("coverage-gap", "an op or dtype a backend cannot lower, subnormals it flushes: one per backend, class "
-            "and dtype", lambda f, k, specific: f.kind == Kind.UNSUPPORTED, {"ops": "*"}),
+            "and dtype; an op's own legality check, named in its error, one per op (sample29 #2: TVM's bf16 "
+            "layer_norm refusal filed in the group_norm record)",
+            lambda f, k, specific: f.kind == Kind.UNSUPPORTED and not f.details.get("op_named"), {"ops": "*"}),
     KeyRule("xla-one-pass-variance", "triage21 bc8a3da88d, b1ab1c5acd: HLO batch-norm-training's one-pass variance "
             "E[x^2] - E[x]^2 in the operand's dtype fails a float32 instance_norm and a float16 layer_norm alike",
             lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch_xla" and k.family == "accuracy"
@@ -381,7 +383,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         d = finding.details
         src = str((d.get("sources") or ["upstream tensor"])[0])
         act, param = (finding.dtypes + ["?", "?"])[:2]
-        return (f"Model hazard: {op} gets a {act} activation next to {param} parameters (promoted by "
+        how = "promoted by" if d.get("promoted_at") or not d.get("culprits") else "from"  # a declared input is not
+        # a promotion (hazards29 ba09fbe2cc: "promoted by a float16 tensor" where the float16 was declared)
+        return (f"Model hazard: {op} gets a {act} activation next to {param} parameters ({how} "
                 f"{'an' if src[:1] in 'aeiou' else 'a'} {src}); "
                 f"PyTorch raises under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}")
     if fam == CAST_SEMANTICS:

@@ -21,9 +21,11 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from fuzzer.analysis import break_trace
+from fuzzer.analysis import Promotion, break_trace, trace_promotion
 from fuzzer.dtypes import FLOAT_FORMATS, is_float
-from fuzzer.ir import Graph
+from fuzzer.ir import Graph, TypedGraph
+from fuzzer.ops import OPS
+from fuzzer.ops.base import ChainBreak
 from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
 
 from .errors import classify_error, message_key
@@ -43,13 +45,17 @@ def _graph_ops(graph: Graph) -> list[str]:
 _GENERIC_WORDS = {"add", "sub", "mul", "div", "neg", "exp", "log", "sqrt", "sin", "cos", "sum", "mean", "var", "astype"}
 
 
-def _mentioned_ops(graph: Graph, message: str | None) -> list[str]:
-    """Ops of the graph that an error message names ("R.nn.conv2d", "layer_norm: only ..."), else every op."""
+def _named_ops(graph: Graph, message: str | None) -> list[str]:
+    """Ops of the graph that an error message names ("R.nn.conv2d", "layer_norm: only ...")."""
     text = (message or "").lower()
-    named = sorted({n.op for n in graph.nodes
-                    if f"nn.{n.op}" in text or f".{n.op}(" in text or f"'{n.op}'" in text
-                    or (n.op not in _GENERIC_WORDS and re.search(rf"(?<![a-z0-9_]){re.escape(n.op)}(?![a-z0-9_])", text))})
-    return named or _graph_ops(graph)
+    return sorted({n.op for n in graph.nodes
+                   if f"nn.{n.op}" in text or f".{n.op}(" in text or f"'{n.op}'" in text
+                   or (n.op not in _GENERIC_WORDS and re.search(rf"(?<![a-z0-9_]){re.escape(n.op)}(?![a-z0-9_])", text))})
+
+
+def _mentioned_ops(graph: Graph, message: str | None) -> list[str]:
+    """Ops of the graph that an error message names, else every op."""
+    return _named_ops(graph, message) or _graph_ops(graph)
 
 
 def narrower(a: str, b: str) -> bool:
@@ -62,7 +68,8 @@ def _coverage(graph: Graph, s: Subject, k: int, out: Outcome) -> Finding:
     dtypes = sorted({v.dtype for v in s.typed().values.values() if v.kind != "scalar" and is_float(v.dtype)})
     return Finding(Oracle.COVERAGE, s.name, ops, dtypes, ErrorClass.UNSUPPORTED,
                    f"{s.name} cannot run this graph: {out.summary()}", kind=Kind.UNSUPPORTED, input_set=k,
-                   details={"whole_graph": len(ops) > 1 or ops == _graph_ops(graph), "stage": out.stage})
+                   details={"whole_graph": len(ops) > 1 or ops == _graph_ops(graph), "stage": out.stage,
+                            "op_named": bool(_named_ops(graph, out.message))})
 
 
 def _status(graph: Graph, s: Subject, k: int, out: Outcome, eager: Outcome) -> Finding:
@@ -153,7 +160,7 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
         for node_id, brk in ([(first, breaks[first])] if first is not None else []):
             seen.add((node_id, brk_dtypes(brk)))
             op = graph.node(node_id).op
-            trace = break_trace(graph, typed, node_id)
+            brk, trace = _by_role(graph, typed, node_id, brk)
             culprits = list(trace.culprits) if trace else []
             sources = [_source(s.policy, c) for c in culprits]
             where = f"; the {brk.activation_dtype} comes from {', '.join(culprits)}" if culprits else ""
@@ -172,6 +179,23 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
                          "promoted_at": list(trace.promoted_at) if trace else [], "fix": fix,
                          "reactions": reactions, "error": first_line(raised.message, 400)}))
     return found
+
+
+def _by_role(graph: Graph, typed: TypedGraph, node_id: str, brk: ChainBreak) -> tuple[ChainBreak, Promotion | None]:
+    """The chain break with its operands in their model roles, and where its activation's dtype came from: an op
+    without parameter slots (matmul) takes the narrower operand as the activation, which is the parameter where a
+    declared parameter was narrowed (hazards29 bc8b65c1cb: under model.to(bfloat16), x float32 @ w0 bfloat16 said
+    "a bfloat16 activation next to float32 parameters", fix w0.to(float32), undoing the policy)."""
+    node = graph.node(node_id)
+    roles = {i.name: i.role for i in graph.inputs}
+    if OPS[node.op].params or roles.get(node.inputs[brk.operand]) != "param":
+        return brk, break_trace(graph, typed, node_id)
+    other = next((k for k, o in enumerate(node.inputs) if k != brk.operand and isinstance(o, str)
+                  and roles.get(o) != "param" and typed.values[o].dtype == brk.param_dtype), None)
+    if other is None:
+        return brk, break_trace(graph, typed, node_id)
+    swapped = ChainBreak(other, brk.param_dtype, brk.activation_dtype)
+    return swapped, trace_promotion(graph, typed, str(node.inputs[other]), swapped.activation_dtype)
 
 
 def brk_dtypes(brk: Any) -> tuple[str, str]:

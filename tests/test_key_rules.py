@@ -66,3 +66,14 @@ def test_the_rule_applies_to_its_example_and_merges_what_the_parts_alone_split(r
     assert bug_key(example, specific) == bug_key(sibling, specific)
     assert (key_parts(example, specific, without).text() != key_parts(sibling, specific, without).text()), \
         "the two findings have one key without the rule too: the example does not show what the rule does"
+
+
+def test_regression_a_refusal_that_names_its_op_is_a_record_of_its_own() -> None:
+    """sample29 #2: TVM's "layer_norm: only support float32 and float16" was filed in the bfloat16 group_norm
+    coverage record (the rule wildcarded the op of every refusal); an op's own legality check is its own record."""
+    def gap(op: str, named: bool) -> Finding:
+        return Finding("coverage", "tvm/default", [op], ["bfloat16"], "unsupported", "m", kind="unsupported",
+                       details={"op_named": named})
+
+    assert bug_key(gap("layer_norm", True)) != bug_key(gap("group_norm", True))
+    assert bug_key(gap("layer_norm", False)) == bug_key(gap("group_norm", False))

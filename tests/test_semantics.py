@@ -1291,3 +1291,18 @@ def test_regression_a_hazard_only_precfuzzs_own_bridging_ran_is_eagers_not_a_sec
     hazards = [f for f in both.findings if f.kind == "model-hazard"]
     assert [f.executor for f in hazards] == ["torch/eager"], hazards
     assert [f.executor for f in alone.findings if f.kind == "model-hazard"] == ["tvm/decompose-inference"]
+
+
+def test_regression_a_matmul_hazard_names_the_parameter_by_its_role_and_a_declared_input_is_not_a_promotion() -> None:
+    """hazards29 bc8b65c1cb: under model.to(bfloat16), x (a float32 input) @ w0 (a parameter, now bfloat16) was
+    "a bfloat16 activation next to float32 parameters" with the fix w0.to(float32), which undoes the policy; the
+    activation is x, the fix x.to(bfloat16). ba09fbe2cc: "promoted by a float16 tensor" where it was declared."""
+    from fuzzer.isolation import ExecutorPool
+    from oracles.bugs import title
+
+    case = load_case(Path(__file__).parent / "fixtures" / "fp32-input-matmul-bf16-weight-roles-hazards29.json")
+    with ExecutorPool(["torch/eager", "xla/bf16-model"], timeout=300.0) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/bf16-model"])
+    (hazard,) = [f for f in result.findings if f.kind == "model-hazard"]
+    assert hazard.dtypes == ["float32", "bfloat16"] and hazard.details["fix"] == "x.to(torch.bfloat16) before proj0"
+    assert "gets a float32 activation next to bfloat16 parameters (from a float32 tensor" in title(hazard), title(hazard)
