@@ -23,9 +23,9 @@ EXPECTED = {
     Oracle.DTYPE_DIVERGENCE: "it returns the dtypes PyTorch eager returns for the same program",
     Oracle.SILENT_DOWNCAST: "it refuses the mixed dtypes as PyTorch does, or computes and returns the promoted dtype",
     Kind.MODEL_HAZARD: "(not a backend bug) the model keeps its activations in the dtype of the parameters they meet",
-    "coverage": "the op is supported in this dtype",
-    "crash": "it does not crash",
-    "timeout": "it returns in reasonable time",
+    Oracle.COVERAGE: "the op is supported in this dtype",
+    Oracle.CRASH: "it does not crash",
+    Oracle.TIMEOUT: "it returns in reasonable time",
 }
 
 

@@ -337,6 +337,8 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
     if finding.details.get("fused_into") and finding.details.get("consumer_op"):  # right alone, wrong fused (triage29
         op += f" fused into the {finding.details['consumer_op']} after it"  # b0b2d8eefd: XLA's mul -> softmax FMA)
     dc = dtype_label(finding)
+    if error_family(finding) == "accuracy" and key_parts(finding).dtypes == "*":  # a record of every dtype (triage29
+        dc = "(any dtype)"  # b2ec291c20: TVM's causal mask as 0, one formula in every dtype, titled "float16")
     names = sorted(set(executors)) or [finding.executor]
     where = f" ({', '.join(names)})"
     culprit = finding.details.get("culprit_pass")

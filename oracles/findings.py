@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .evidence import Evidence, jsonable, read
 from .vocabulary import ExecutorName, Kind
 
 # What a person does with a finding: report it upstream, fix the model, or note a coverage gap.
@@ -29,7 +30,7 @@ class Finding:
     input_set: int = 0
     output: str = ""
     node: str = ""  # node id at fault, when localized
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Evidence = field(default_factory=Evidence)  # typed per detector: oracles/evidence.py
 
     @property
     def variant(self) -> str:
@@ -52,10 +53,25 @@ class Finding:
         return hashlib.sha256(self.signature.encode()).hexdigest()[:10]
 
     def record(self) -> dict[str, Any]:
-        """JSON-able form (the findings.jsonl fields are added by the campaign)."""
+        """JSON-able form (the findings.jsonl fields are added by the campaign); `from_record` reads it back whole."""
         out = asdict(self)
-        out.update(signature=self.signature, variant=self.variant, backend=self.backend)
+        out.update(signature=self.signature, variant=self.variant, backend=self.backend,
+                   details=jsonable(self.details))
         return out
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> Finding:
+        """The Finding a record describes (`record`'s form, or a findings.jsonl line); its evidence checked against
+        the schema (oracles.evidence.EvidenceError on a misfit)."""
+        def num(x: Any) -> float | None:
+            return None if x is None else float(x)
+
+        return cls(str(rec["oracle"]), str(rec["executor"]), [str(o) for o in rec["ops"]],
+                   [str(d) for d in rec["dtypes"]], str(rec.get("error_class", "")), str(rec.get("message", "")),
+                   kind=str(rec.get("kind", Kind.BACKEND_BUG)), against=str(rec.get("against", "")),
+                   ratio=num(rec.get("ratio")), max_ulp=num(rec.get("max_ulp")), input_set=int(rec.get("input_set", 0)),
+                   output=str(rec.get("output", "")), node=str(rec.get("node", "")),
+                   details=read(rec.get("details") or {}))
 
 
 def backend_of(executor: str) -> str:

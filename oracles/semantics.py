@@ -31,7 +31,7 @@ from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
 from .errors import classify_error, message_key
 from .findings import Finding
 from .subjects import Subject
-from .vocabulary import ErrorClass, Kind, Oracle
+from .vocabulary import ErrorClass, Kind, Oracle, Reaction
 
 FAILED = ("error", "crash", "timeout")
 EAGER = "eager"  # what the semantic findings are compared against
@@ -150,11 +150,12 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
         reactions: dict[str, list[str]] = {}
         for x in mine:
             o = x.outcomes[k] if k < len(x.outcomes) else None
-            kind = "raised" if o is not None and o.status in FAILED else ("bridged" if x.bridged else "ran")
+            kind = (Reaction.RAISED if o is not None and o.status in FAILED else
+                    Reaction.BRIDGED if x.bridged else Reaction.RAN)
             reactions.setdefault(kind, []).append(x.name)
         breaks = typed.chain_breaks()
         first = next((n.id for n in s.policy.nodes if n.id in breaks), None)  # eager raises there, never later
-        if first is not None and set(reactions) == {"bridged"} and (first, brk_dtypes(breaks[first])) in seen:
+        if first is not None and set(reactions) == {Reaction.BRIDGED} and (first, brk_dtypes(breaks[first])) in seen:
             continue  # only precfuzz's own bridging ran it: eager's hazard on its program says it all (sample29 #25:
             # tvm/decompose-inference signed it, its repro ran the bridged program and exited 0)
         for node_id, brk in ([(first, breaks[first])] if first is not None else []):

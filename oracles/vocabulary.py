@@ -26,6 +26,14 @@ class Kind(Word):
     UNSUPPORTED = "unsupported"  # a coverage gap: the backend cannot express the op in that dtype
 
 
+class Reaction(Word):
+    """What an executor did with a program PyTorch eager refuses (a model hazard's `reactions`)."""
+
+    RAISED = "raised"  # refused it too
+    RAN = "ran"  # ran it
+    BRIDGED = "bridged"  # ran it only because precfuzz's lowering bridged the mixed dtypes
+
+
 class Oracle(Word):
     """Which oracle made a finding."""
 

@@ -77,3 +77,12 @@ def test_regression_a_refusal_that_names_its_op_is_a_record_of_its_own() -> None
 
     assert bug_key(gap("layer_norm", True)) != bug_key(gap("group_norm", True))
     assert bug_key(gap("layer_norm", False)) == bug_key(gap("group_norm", False))
+
+
+def test_regression_a_record_of_every_dtype_does_not_title_one() -> None:
+    """triage29 b2ec291c20: TVM's causal mask as 0 is one record across dtypes (tvm-one-formula), titled float16."""
+    from oracles.bugs import title
+
+    text = title(_bound("tvm/default", "tanh", "float16->float16"), ["tvm/default"])
+    assert "float16" not in text and "(any dtype) tanh" in text, text
+    assert "float16 sum" in title(_bound("tvm/default", "sum", "float16->float16"))

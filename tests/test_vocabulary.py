@@ -7,14 +7,14 @@ import json
 import tokenize
 from pathlib import Path
 
-from oracles.vocabulary import ErrorClass, Kind, Oracle
+from oracles.vocabulary import ErrorClass, Kind, Oracle, Reaction
 
 ROOT = Path(__file__).resolve().parent.parent
 # words other vocabularies share (an outcome's status "crash", "timeout", "unsupported"; the generators' family
 # "coverage"; plain English "bound", "precision", "dtype", "shape") are left to their context
 SHARED = {"crash", "timeout", "coverage", "unsupported", "bound", "nonfinite", "underflow", "precision", "raised",
           "downcast", "dtype", "shape"}
-WORDS = {f'"{w.value}"' for enum in (Kind, Oracle, ErrorClass) for w in enum if w.value not in SHARED}
+WORDS = {f'"{w.value}"' for enum in (Kind, Oracle, ErrorClass, Reaction) for w in enum if w.value not in SHARED}
 
 
 def test_no_vocabulary_word_is_a_string_literal_outside_the_vocabulary() -> None:

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
-from oracles.vocabulary import ErrorClass, Kind
+from oracles.vocabulary import ErrorClass, Kind, Reaction
 
 from ..artifacts import write_finding
 from ..check import Checker, CheckResult
@@ -84,7 +84,7 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
         h = hazard_of(f, main, {}, bf16)
         if not h.caller_cast:
             continue
-        raised = set(f.details.get("reactions", {}).get("raised", [])) | {f.executor}
+        raised = set(f.details.get("reactions", {}).get(Reaction.RAISED, [])) | {f.executor}
         raised_names = tuple(n for n in names if n in raised and exs[n].policy != "declared")
         graph = main.policy_graphs[f.executor]
         culprits = tuple(input_culprits(graph, infer(graph), f.node))

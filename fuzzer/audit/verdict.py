@@ -11,7 +11,7 @@ from typing import Any
 
 from oracles.bugs import GRADIENT_HAZARDS, TRAINING_HAZARDS, UPDATE_HAZARDS
 from oracles.findings import Finding
-from oracles.vocabulary import ErrorClass, ExecutorName, Kind, Oracle
+from oracles.vocabulary import ErrorClass, ExecutorName, Kind, Oracle, Reaction
 
 from ..analysis import break_trace
 from ..check import CheckResult
@@ -239,7 +239,7 @@ def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module:
     trace = break_trace(graph, typed, f.node)
     reactions = f.details.get("reactions", {})
     executors = sorted({n for names in reactions.values() for n in names} | {f.executor})
-    raised = sorted(set(reactions.get("raised", [])) | {f.executor})
+    raised = sorted(set(reactions.get(Reaction.RAISED, [])) | {f.executor})
     rows = sorted({row_label(sc.policies[n], sc.label, bf16_module) for n in raised if n in sc.policies})
     culprits = list(trace.culprits) if trace else []
     promoted = list(trace.promoted_at) if trace else []

@@ -208,9 +208,7 @@ class BugBook:
 
 def finding_of(rec: dict[str, Any]) -> Finding:
     """The Finding a findings.jsonl record describes (enough of it to key it and title it)."""
-    return Finding(rec["oracle"], rec["executor"], list(rec["ops"]), list(rec["dtypes"]), str(rec.get("error_class", "")),
-                   str(rec.get("message", "")), kind=str(rec.get("kind", Kind.BACKEND_BUG)),
-                   details=dict(rec.get("details") or {}))
+    return Finding.from_record(rec)
 
 
 def key_for(finding: Finding, bid: str) -> str:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from oracles.bugs import case_keys, error_family
+from oracles.evidence import jsonable
 from oracles.findings import Finding
 from oracles.vocabulary import Kind, Oracle
 
@@ -546,9 +547,7 @@ class Campaign:
             "report": rel(art.report), "original": rel(original), "count": 1,
             "first_seen_s": round(first_seen, 3), "id": finding.short_id, "bug": bug, "bug_key": key,
             "input_set": finding.input_set,
-            "details": {k: v for k, v in finding.details.items() if k in ("whole_graph", "policy", "culprits", "fix", "culprit_pass",
-                                                                                "passes", "grad", "operand", "error_key", "in_pass", "row_scale", "broadcast_sum",
-                                                                                "cause_in")},
+            "details": jsonable(finding.details),  # the whole evidence: Finding.from_record reads it back
         }
         if finding.details.get("grad") is not None:
             rec["grad"] = finding.details["grad"]  # a gradient finding names its tensor (the op is in `ops`)

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from oracles import evidence
+
 from ..executors import REGISTRY
 from ..outfiles import replace_file
 from ..terminal import one_line
@@ -122,6 +124,10 @@ def valid_record(rec: Any) -> bool:
     if not isinstance(rec, dict):
         return False
     if not _typed({"count": 1, **rec}, RECORD_FIELDS, True) or not _typed(rec, RECORD_OPTIONAL, False):
+        return False
+    try:
+        evidence.read(rec.get("details") or {})  # the evidence fits its schema, or the record is damaged
+    except evidence.EvidenceError:
         return False
     return all(k not in rec or (isinstance(rec[k], str) and _ID.fullmatch(rec[k]) is not None) for k in ("id", "bug"))
 
