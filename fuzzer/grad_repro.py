@@ -29,7 +29,7 @@ from .executors.tvm_render import render_module
 from .gradients import program, reference
 from .identifiers import value_identifiers
 from .ir import Case, infer, input_values
-from .repro import _castable, _head, _input_lines
+from .script_parts import castable_function, input_lines, script_head
 
 
 def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0) -> str:
@@ -49,7 +49,7 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     fn = render_function(graph)  # what the backend runs, under the executor's context
     control = render_function(policy, "program")  # what eager runs: the policy's casts written out
     want = render_function(program(policy, "float64", rounded=False), "exact")
-    made, names = _input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
+    made, names = input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
     wrt = [names[j] for j, i in enumerate(graph.inputs) if i.grad]
     lines = ["import numpy as np", "import torch", "import torch.nn.functional as F"]
     if tvm:  # torch here is the float64 reference only
@@ -65,7 +65,7 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
     same = control.replace("def program(", "def graph(", 1) == fn
     prog = "graph" if same else "program"  # what eager runs as the control
     base = fn if same else control
-    castable = None if tvm else _castable(policy, prog)
+    castable = None if tvm else castable_function(policy, prog)
     if not tvm and want.replace("def exact(", f"def {prog}(", 1) == base:  # no casts: the program's text serves
         wanted = f"{prog}(*doubles)"
     elif castable is not None:  # one text for the program and the exact answer (its casts keep float64 there)
@@ -84,7 +84,7 @@ def render(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0
         lines.append(f"control, _ = backward({prog}, 'cpu', contextlib.nullcontext())")
     lines += _verdict(ex.name, name, not tvm and ex.name != "torch/eager", ident, margin,
                       finding.details.get("expected_dtype") if finding.error_class == ErrorClass.GRAD_DTYPE else None)
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 def _env_lines(env: dict[str, str]) -> list[str]:
@@ -193,7 +193,7 @@ def render_status(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     it raises (triage19: the forward script written for these never ran Gradient and exited 0)."""
     graph = case.graph
     policy = ex.policy_graph(graph)
-    made, names = _input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
+    made, names = input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
     wrt = [names[j] for j, i in enumerate(graph.inputs) if i.grad]
     lines = ["import numpy as np", "import torch", "import torch.nn.functional as F", "import ml_dtypes", "import tvm",
              "from tvm import relax as R",
@@ -212,7 +212,7 @@ def render_status(case: Case, finding: Finding, ex: Any, title: str, set_index: 
               "    sys.exit(1)",
               "print('TVM computes the gradients too: not reproduced (fixed?)')",
               "sys.exit(0)"]
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 def render_underflow(case: Case, finding: Finding, ex: Any, title: str, set_index: int = 0) -> str:
@@ -230,7 +230,7 @@ def render_underflow(case: Case, finding: Finding, ex: Any, title: str, set_inde
     _, _, floors = reference(numeric, rounded_inputs(numeric, input_values(case, set_index)))
     scale = float(finding.details.get("scale") or 0.0)
     ident = value_identifiers(graph)
-    made, names = _input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
+    made, names = input_lines(case, set_index, lambda inp, expr: _make(inp, expr, policy))
     wrt = [names[j] for j, i in enumerate(graph.inputs) if i.grad]
     lines = ["import numpy as np", "import torch", "import torch.nn.functional as F"]
     if ex.repro_sync():
@@ -266,4 +266,4 @@ def render_underflow(case: Case, finding: Finding, ex: Any, title: str, set_inde
               f"bug = lost(got) >= {GRAD_LOSS!r}",
               "print('HAZARD REPRODUCED' if bug else 'not reproduced')",
               "sys.exit(1 if bug else 0)"]
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"

@@ -13,7 +13,6 @@ stays beside it as repro_full.py.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,19 +27,18 @@ from oracles.precision_hazards import PRECISION_LOSS
 from oracles.training_hazards import UPDATE_LOSS
 from oracles.vocabulary import ErrorClass, Oracle
 
-from . import __version__
 from .dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION, is_float
 from .executors.base import Executor
-from .executors.torch_render import TORCH_DTYPE, node_expr, render_function
+from .executors.torch_render import TORCH_DTYPE, render_function
 from .executors.tvm_exec import NO_TORCH, TVMExecutor, TVMTrainExecutor, render_passes
 from .executors.tvm_render import render_module
-from .export import _exceeds, comment
+from .export import comment
 from .identifiers import literal, value_identifiers
 from .interpret import evaluate, ideal_values, reference_functions, render_reference
 from .ir import Case, Graph, infer, input_values, op_attrs, redeclare
 from .ops import OPS, is_cast
 from .ops.base import NumpyCall
-from .values import expression, has_inline, inline_expr
+from .script_parts import castable_function, input_lines, script_head
 
 ACCURACY = (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION)
 RAISES = (Oracle.STATUS_DIVERGENCE, Oracle.COVERAGE, Oracle.CRASH, Oracle.TIMEOUT)
@@ -179,60 +177,6 @@ def render_interpreted(graph: Graph, name: str = "exact") -> str:
     return "\n".join(head + [body.rstrip()] + wrapper) + "\n"
 
 
-def _values_expr(spec: dict[str, Any], shape: tuple[int, ...], dtype: str, kind: str) -> tuple[str, int | None]:
-    """(numpy expression of an input's raw values, the rng seed it needs or None)."""
-    if has_inline(spec):
-        return inline_expr(spec, shape), None
-    expr = re.sub(r"\bshape\b", repr(tuple(shape)), expression(spec))
-    expr = re.sub(r"math\.prod\(\(([0-9, ]*)\)\)",  # the element count as a number: no `import math` for it
-                  lambda m: str(math.prod(int(d) for d in m.group(1).split(",") if d.strip())), expr)
-    if kind == "tensor" and is_float(dtype) and _exceeds(spec, shape, FLOAT_FORMATS[dtype].max_value):
-        top = FLOAT_FORMATS[dtype].max_value
-        expr = f"np.clip({expr}, {-top!r}, {top!r})"
-    return expr, (int(spec.get("seed", 0)) if "rng" in expr else None)
-
-
-def _input_lines(case: Case, set_index: int, make: Any, listed: bool = False) -> tuple[list[str], list[str]]:
-    """(module-level lines making `inputs`, the inputs' names); `make(inp, expr)` renders one input's value. With
-    `listed`, `inputs` is one list literal where no generator is shared.
-
-    Each input draws from a fresh generator of its own seed, as precfuzz makes its values (values.make_values):
-    written inline where the expression draws once, else as `rng = ...` just before it. Two inputs of one seed
-    must not share a generator: the second would get other values than the ones precfuzz ran.
-    """
-    overrides = case.input_sets[set_index] if case.input_sets else {}
-    ident = value_identifiers(case.graph)
-    exprs = [_values_expr(overrides.get(i.name, i.init), i.shape, i.dtype, i.kind) for i in case.graph.inputs]
-    lines, names = [], []
-    for inp, (expr, need) in zip(case.graph.inputs, exprs):
-        if need is not None:
-            if len(re.findall(r"\brng\b", expr)) == 1:
-                expr = re.sub(r"\brng\b", f"np.random.default_rng({need})", expr)
-            else:
-                lines.append(f"rng = np.random.default_rng({need})")
-        lines.append(f"{ident[inp.name]} = {make(inp, expr)}")
-        names.append(ident[inp.name])
-    if listed and names and len(lines) == len(names):  # no shared generator: one list, the names in comments
-        values = [line.split(" = ", 1)[1] for line in lines]
-        return [f"{'inputs = [' if k == 0 else '          '}{v}{']' if k == len(values) - 1 else ','}  # {comment(n)}"
-                for k, (v, n) in enumerate(zip(values, names))], names
-    return lines + [f"inputs = [{', '.join(names)}]"], names
-
-
-def _head(title: str, executor: Executor, case: Case, set_index: int, body: list[str]) -> list[str]:
-    """Shebang, a fixed second line (Python reads a source encoding from the first two lines only: no text from
-    outside there) importing os and sys (and math where `body` uses it) and making a crash exit 2, then the
-    escaped title and versions as comments."""
-    desc = executor.describe()
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(desc.get("versions", {}).items()))
-    about = [title, f"{executor.name} ({versions or 'versions unknown'}); precfuzz {__version__}, case {case.id} "
-                    f"input set {set_index}. Exits 1 while the bug is there, 0 once fixed."]
-    math_ = any(re.search(r"\bmath\.", line) for line in body)
-    return ["#!/usr/bin/env python3",
-            f"import {'math, ' if math_ else ''}os, sys; sys.excepthook = lambda *e: (sys.__excepthook__(*e), "
-            "os._exit(2))  # a crash exits 2, not 1", *[f"# {comment(line)}" for line in about]]
-
-
 def training_only(case: Case, finding: Finding, executor: Executor) -> bool:
     """True where only the short script shows the finding: a gradient's (the full oracle judges outputs), and a
     training flow raising on a training case (the full oracle compiles the forward alone and exits 0: triage25
@@ -361,26 +305,6 @@ def _compare(single: bool, results: list[str], lines: list[str], ok: str) -> lis
 # ---------------------------------------------------------------- PyTorch, PyTorch/XLA, Neuron
 
 
-def _castable(graph: Graph, name: str) -> str | None:
-    """`def <name>(..., cast=lambda d: d):` with every float cast written `.to(cast(torch.<dtype>))`, so that
-    `cast=lambda d: torch.float64` runs the exact answer's program with the same text (None if a cast renders
-    otherwise)."""
-    typed = infer(graph)
-    names = value_identifiers(graph)
-    scalars = {k for k, v in typed.values.items() if v.kind == "scalar"}
-    lines = render_function(graph, name).splitlines()
-    for i, node in enumerate(graph.nodes, start=1):
-        if is_cast(node.op) and is_float(str(node.attrs.get("dtype"))):
-            dtype = TORCH_DTYPE[str(node.attrs["dtype"])]
-            expr = node_expr(node, scalars, names)
-            if not expr.endswith(f".to({dtype})") or lines[i] != f"    {names[node.id]} = {expr}":
-                return None
-            lines[i] = f"    {names[node.id]} = {expr[:-len(dtype) - 1]}cast({dtype}))"
-    lines[0] = lines[0][:-2] + ("" if lines[0].endswith("():") else ", ") + \
-        "cast=lambda dtype: dtype):  # the exact answer: cast=lambda dtype: torch.float64"
-    return "\n".join(lines) + "\n"
-
-
 def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: int, ev: Evidence) -> str:
     graph = case.graph
     policy = ex.policy_graph(graph)
@@ -403,7 +327,7 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
         want = render_function(exact_graph(numeric), "exact").replace("def exact(", f"def {prog}(", 1)
         if want != defs[-1]:
             base = policy if distinct else graph
-            castable = _castable(base, prog) if render_function(exact_graph(base), prog) == want else None
+            castable = castable_function(base, prog) if render_function(exact_graph(base), prog) == want else None
             if castable:  # one text for the program and the exact answer
                 defs[-1] = castable
                 exact = f"{prog}(*doubles, cast=lambda dtype: torch.float64)"
@@ -423,7 +347,7 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
             return f"torch.tensor(np.asarray({expr}, dtype=np.float16))"
         return f"torch.tensor({expr}).to({TORCH_DTYPE[dtype_of(inp)]})"
 
-    made, _ = _input_lines(case, set_index, make)
+    made, _ = input_lines(case, set_index, make)
     code = "".join(defs)
     if "device=device" in code and "    device = " not in code:  # constants alone: made on the CPU (or the device)
         made = ['device = "cpu"'] + made
@@ -440,7 +364,7 @@ def _torch_script(case: Case, finding: Finding, ex: Any, title: str, set_index: 
     else:
         lines += _torch_tail(finding, ex, prog, exact, on_device, ev, bool(infer(policy).chain_breaks()),
                              len(graph.outputs) == 1, fp8_numpy is not None)
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 def _has_fp8(graph: Graph) -> bool:
@@ -545,7 +469,7 @@ def _precision_script(case: Case, finding: Finding, ex: Any, title: str, set_ind
             return f"{'float' if is_float(inp.dtype) else 'int'}(np.asarray({expr}).reshape(()))"
         return f"torch.tensor({expr})" + ("" if is_float(inp.dtype) else f".to({TORCH_DTYPE[inp.dtype]})")
 
-    made, _ = _input_lines(case, set_index, make)
+    made, _ = input_lines(case, set_index, make)
     if "device=device" in defs and "    device = " not in defs:  # constants alone: made on the CPU
         made = ['device = "cpu"'] + made
     dtypes = [TORCH_DTYPE[i.dtype] if i.kind == "tensor" else "None" for i in policy.inputs]
@@ -565,7 +489,7 @@ def _precision_script(case: Case, finding: Finding, ex: Any, title: str, set_ind
                 f"print(f'{comment(finding.output)}: relative RMS error {{loss:.3g}} against the float32 model, in "
                 f"PyTorch eager on the CPU; fix: ' + {fix!r})",
                 f"sys.exit(1 if loss > {PRECISION_LOSS!r} else 0)"])
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 def _update_script(case: Case, finding: Finding, ex: Any, title: str, set_index: int) -> str:
@@ -582,7 +506,7 @@ def _update_script(case: Case, finding: Finding, ex: Any, title: str, set_index:
     def make(inp: Any, expr: str) -> str:
         return f"torch.tensor({expr})" + ("" if is_float(inp.dtype) else f".to({TORCH_DTYPE[inp.dtype]})")
 
-    made, _ = _input_lines(case, set_index, make)
+    made, _ = input_lines(case, set_index, make)
     dtypes = [TORCH_DTYPE[i.dtype] if i.kind == "tensor" else "None" for i in policy.inputs]
     fix = str(finding.details.get("fix", ""))
     lines = (["import numpy as np", "import torch"] + defs.splitlines() + made
@@ -604,7 +528,7 @@ def _update_script(case: Case, finding: Finding, ex: Any, title: str, set_index:
                 "      f'of the weights do not move; {lost(master):.0%} lost with float32 master weights. Fix: ' + "
                 f"{fix!r})",
                 f"sys.exit(1 if bad or lost(got) >= {UPDATE_LOSS!r} else 0)"])
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"
 
 
 # ---------------------------------------------------------------- TVM Relax
@@ -650,7 +574,7 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
         return f"np.asarray({expr}, dtype={dtype!r})" + (f".astype({params[inp.name]!r})"
                                                           if params.get(inp.name, dtype) != dtype else "")
 
-    lines += _input_lines(case, set_index, make, listed=True)[0]
+    lines += input_lines(case, set_index, make, listed=True)[0]
     kwargs = any(not isinstance(p, str) for p in ex.passes)
     takes = bool(ex.passes)
     params = ", ".join(["T"] * accuracy + ["passes=()"] * takes)
@@ -714,4 +638,4 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
         lines += ["try:", f"    run({on})", "except Exception as exc:",
                   "    print('TVM raises', type(exc).__name__, (str(exc).strip().splitlines() or [''])[-1])",
                   "    sys.exit(1)", "print('TVM runs it')"]
-    return "\n".join(_head(title, ex, case, set_index, lines) + lines) + "\n"
+    return "\n".join(script_head(title, ex, case, set_index, lines) + lines) + "\n"

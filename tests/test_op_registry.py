@@ -194,8 +194,10 @@ def test_an_overload_becomes_one_op_only() -> None:
 
 
 def test_no_import_cycle_among_precfuzz_modules() -> None:
-    """Issue 21: fuzzer.identifiers and fuzzer.interpret imported each other. Module-level imports of fuzzer,
-    oracles and generators form no cycle (a package importing its own submodules is no cycle)."""
+    """Issue 21: fuzzer.identifiers and fuzzer.interpret imported each other. Imports of fuzzer, oracles and
+    generators, at module level or deferred inside a function, form no cycle (a package importing its own
+    submodules is no cycle). Issue 34: fuzzer.repro and fuzzer.grad_repro, fuzzer.audit.blocks and translate
+    imported each other inside functions."""
     import ast
 
     mods: dict[str, Path] = {}
@@ -206,7 +208,7 @@ def test_no_import_cycle_among_precfuzz_modules() -> None:
     edges: dict[str, set[str]] = {m: set() for m in mods}
     for mod, path in mods.items():
         package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-        for node in ast.parse(path.read_text()).body:
+        for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):

@@ -288,11 +288,11 @@ def test_regression_a_graph_without_inputs_still_defines_inputs() -> None:
     TVM fails before that line today, but a fixed TVM would raise NameError there, which the script's
     `except Exception` printed as 'TVM raises' and exited 1."""
     from fuzzer.ir import Case, Graph, Node
-    from fuzzer.repro import _input_lines
+    from fuzzer.script_parts import input_lines
 
     case = Case(Graph((), (Node("inf", "full", (), {"shape": [1], "value": float("-inf"), "dtype": "bfloat16"}),),
                       ("inf",)))
-    lines, names = _input_lines(case, 0, lambda inp, expr: expr, listed=True)
+    lines, names = input_lines(case, 0, lambda inp, expr: expr, listed=True)
     assert names == [] and lines == ["inputs = []"]
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..ir import Case, Graph, Input, infer
 from ..ops import OPS, tagged
 from ..values import has_inline, inline, pack
-from .translate import Source
+from .source import Source
 
 ROW_LOOKUP = tagged(OPS, "row-lookup")  # embedding: its table narrowed to the rows read
 ROW_PER_OUTPUT = tagged(OPS, "row-per-output")  # linear: split by output features

@@ -23,31 +23,13 @@ from ..ir import Case, Graph, Input, IRError, Node, check_size, infer, infer_nod
 from ..ops import OPS, ValueInfo
 from ..ops.aten import AtenDtype
 from ..ops.base import AtenCall, AtenFn, AtenSkip
+from .source import Source
 
 MAX_AUDIT_ELEMENTS = 2**21  # values held inline over all parameters and inputs (a case file stays ~40 MiB at most)
 
 
 class AuditInputError(ValueError):
     """A model the audit cannot take (one line; exit status 2)."""
-
-
-@dataclass(frozen=True)
-class Source:
-    """Where a graph value came from in the user's code."""
-
-    file: str
-    line: int
-    code: str
-    module: str = ""  # the submodule that made it (`proj (Conv3d)`), where one did
-    aten: str = ""  # the ATen op of the exported graph
-    library: str = ""  # the library line that made it (`transformers/models/gpt2/modeling_gpt2.py:208`), where the
-    # value is made inside a library the user's code called; `file`/`line` are then the user's call site
-
-    def where(self) -> str:
-        """`denoiser.py:41`, or `transformers/.../modeling_gpt2.py:208 (called at gpt2.py:30)` inside a library."""
-        name = self.file.split("/site-packages/", 1)[1] if "/site-packages/" in self.file else Path(self.file).name
-        own = f"{name}:{self.line}" if self.file else "?"
-        return f"{self.library} (called at {own})" if self.library else own
 
 
 @dataclass

@@ -17,7 +17,7 @@ from ..analysis import break_trace
 from ..check import CheckResult
 from ..dtypes import is_float
 from ..ir import Graph, infer
-from .translate import Source
+from .source import Source
 
 POLICY_ROWS = {  # executor policy -> row label
     "declared": "as given",
