@@ -114,7 +114,7 @@ class Checker:
     def subject(self, name: str, graph: Graph, outcomes: list[Outcome], options: dict[str, Any]) -> Subject:
         """The oracles' view of one executor on one graph."""
         ex = self.pool.executors[name].bind(options)
-        return Subject(name, graph, outcomes, ex.policy_graph(graph), ex.numeric_graph(graph), ex.policy,
+        return Subject(name, graph, outcomes, ex.policy_graph(graph), ex.numeric_graph(graph), ex.precision,
                        ex.reported_dtypes(), ex.bridged(graph), ex.dtype_contract, ex.judge_numbers,
                        ex.approximations())
 
@@ -184,7 +184,7 @@ class Checker:
                 numeric = ex.numeric_graph(graph) if ex.judge_numbers else None
                 if numeric is not None:
                     answers[name] = self._numbers(numeric, sets, numbers)
-                plans.append(judging.Plan(name, ex.policy, numeric))
+                plans.append(judging.Plan(name, ex.precision, numeric))
             early = judging.precision_hazards_of(case, plans, sets)
         except BaseException as exc:
             if isinstance(exc, Exception):

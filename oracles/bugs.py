@@ -36,6 +36,7 @@ from fuzzer.dtypes import FLOAT_FORMATS, FP8, LOW_PRECISION
 from fuzzer.ops import OPS, tagged
 from fuzzer.tvm_passes import PIPELINES
 
+from .evidence import Evidence
 from .findings import Finding
 from .gradients import factor_text
 from .vocabulary import BASE_VARIANT, ErrorClass, ExecutorName, Kind, Oracle
@@ -308,8 +309,9 @@ def case_keys(findings: Iterable[Finding], tested: Iterable[str]) -> dict[str, s
     return out
 
 
-POLICY_WORDS = {"declared": "the declared dtypes", "bf16-model": "model.to(torch.bfloat16)",
-                "autocast-bf16": "torch.autocast(dtype=torch.bfloat16)", "legacy-xla-use-bf16": "XLA_USE_BF16=1"}
+def policy_words(d: Evidence) -> str:
+    """How a user writes a hazard's policy (its executor's Policy.words, carried in the evidence)."""
+    return str(d.get("policy_words") or d.get("policy") or "the declared dtypes")
 
 
 def dtype_label(finding: Finding) -> str:
@@ -365,7 +367,7 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                "overflow": "is lost to an overflow in its forward"}.get(str(d.get("cause", "")), "underflows")
         return (f"Training hazard: {dc} {op} backward: the gradient of {d.get('gradient', '?')} {how} "
                 f"({float(d.get('loss', 0)):.0%} lost) under "
-                f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; "
+                f"{policy_words(d)}; "
                 + (f"scale the loss by {float(d.get('scale', 0)):g} (GradScaler)" if d.get("scale") else
                    "no loss scale helps" if d.get("cause") in ("subnormal", "overflow") else
                    "keep the backward in float32"))
@@ -375,11 +377,11 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 else f"loses {float(d.get('loss', 0)):.0%} of its update" if float(d.get("frozen", 1.0)) >= 0.5
                 else f"gets its update {float(d.get('loss', 0)):.0%} wrong")
         return (f"Training hazard: {dc} {op} {what} under "
-                f"{POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; {clip(str(d.get('fix', '')), 90)}")
+                f"{policy_words(d)}; {clip(str(d.get('fix', '')), 90)}")
     if finding.kind == Kind.MODEL_HAZARD and finding.error_class == ErrorClass.PRECISION:
         d = finding.details
         return (f"Precision hazard: {dc} {op} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "
-                f"against float32) under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}; keep it "
+                f"against float32) under {policy_words(d)}; keep it "
                 "in float32")
     if finding.kind == Kind.MODEL_HAZARD:
         d = finding.details
@@ -389,7 +391,7 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         # a promotion (hazards29 ba09fbe2cc: "promoted by a float16 tensor" where the float16 was declared)
         return (f"Model hazard: {op} gets a {act} activation next to {param} parameters ({how} "
                 f"{'an' if src[:1] in 'aeiou' else 'a'} {src}); "
-                f"PyTorch raises under {POLICY_WORDS.get(d.get('policy', 'declared'), d.get('policy'))}")
+                f"PyTorch raises under {policy_words(d)}")
     if fam == CAST_SEMANTICS:
         how, gives = finding.details.get("cast_range", "saturates"), finding.details.get("pytorch_gives", "NaN")
         return f"[{backend}] {dc} {op} {how} past the format's range where PyTorch's cast gives {gives}{where}"

@@ -65,7 +65,8 @@ class SemanticEvidence(TypedDict, total=False):
 class HazardEvidence(TypedDict, total=False):
     """oracles.semantics, precision_hazards and training_hazards: what a model hazard is and how to fix it."""
 
-    policy: str
+    policy: str  # the policy's label
+    policy_words: str  # how a user writes it (fuzzer.policy.Policy.words): titles read it
     culprits: list[str]
     sources: list[str]
     promoted_at: list[str]

@@ -20,6 +20,7 @@ from fuzzer.dtypes import LOW_PRECISION
 from fuzzer.gradients import reference as grad_reference
 from fuzzer.ir import Case, Graph, IRError, infer, input_values, redeclare
 from fuzzer.outcome import Outcome
+from fuzzer.policy import Policy
 
 from . import attribution, crashes, gradients, localize, precision_hazards, semantics, training_hazards
 from .error_bounds import OutputJudgement, bound_findings, judge_outputs
@@ -40,7 +41,7 @@ class Plan(NamedTuple):
     """An executor's programs before it runs: its policy's label, its numeric graph (None: numbers not judged)."""
 
     name: str
-    label: str
+    label: Policy
     numeric: Graph | None
 
 

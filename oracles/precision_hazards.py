@@ -19,6 +19,7 @@ from fuzzer.dtypes import FLOAT32_TINY, LOW_PRECISION
 from fuzzer.interpret import evaluate
 from fuzzer.ir import Graph, Node, infer, op_attrs
 from fuzzer.ops import OPS, is_cast, tagged
+from fuzzer.policy import Policy
 
 from .findings import Finding
 from .vocabulary import ErrorClass, Kind, Oracle
@@ -215,7 +216,7 @@ def _passes(op: str) -> bool:
     return is_cast(op) or getattr(OPS.get(op), "family", "") in MOVES
 
 
-def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input_set: int) -> Finding:
+def finding(executor: str, policy: Policy, graph: Graph, lost: PrecisionLoss, input_set: int) -> Finding:
     """The model-hazard finding of a precision loss (error class `precision`)."""
     op = consumer_op(graph, lost.culprit)
     start = lost.start or lost.culprit
@@ -251,6 +252,6 @@ def finding(executor: str, policy: str, graph: Graph, lost: PrecisionLoss, input
                f"float32 model) with every op within its bound: {where}; fix: {fix}")
     return Finding(Oracle.MODEL_HAZARD, executor, [start_op], [lost.dtype], ErrorClass.PRECISION, message, kind=Kind.MODEL_HAZARD,
                    ratio=lost.loss / PRECISION_LOSS, input_set=input_set, output=lost.output, node=start,
-                   details={"policy": policy, "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
+                   details={"policy": policy.label, "policy_words": policy.words, "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
                             "start": start,
                             "culprit_is_input": lost.culprit_is_input, "fix": fix})

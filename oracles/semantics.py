@@ -176,7 +176,7 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
             found.append(Finding(
                 Oracle.MODEL_HAZARD, s.name, [op], [brk.activation_dtype, brk.param_dtype], ErrorClass.RAISED, msg,
                 kind=Kind.MODEL_HAZARD, against=EAGER, input_set=k, node=node_id,
-                details={"policy": s.label, "culprits": culprits, "sources": sources,
+                details={"policy": s.label.label, "policy_words": s.label.words, "culprits": culprits, "sources": sources,
                          "promoted_at": list(trace.promoted_at) if trace else [], "fix": fix,
                          "reactions": reactions, "error": first_line(raised.message, 400)}))
     return found

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from fuzzer.ir import Graph, TypedGraph, infer
 from fuzzer.outcome import Outcome
+from fuzzer.policy import DECLARED, Policy
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Subject:
     outcomes: list[Outcome]
     policy: Graph
     numeric: Graph
-    label: str = "declared"
+    label: Policy = DECLARED  # its precision policy (str(): the label records carry)
     report: dict[str, str] = field(default_factory=dict)
     bridged: frozenset[str] = frozenset()  # chain breaks our own lowering bridges (Relax has no promotion)
     dtype_contract: bool = True  # False: the reported dtypes are not judged (a documented mode relabels them)

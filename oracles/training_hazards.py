@@ -27,6 +27,7 @@ from fuzzer.dtypes import FLOAT32_SQUARE_MAX, FLOAT32_TINY, FLOAT_FORMATS, LOW_P
 from fuzzer.interpret import evaluate, inner_name
 from fuzzer.ir import Graph, infer, op_attrs
 from fuzzer.ops import OPS
+from fuzzer.policy import Policy
 
 from .findings import Finding
 from .vocabulary import ErrorClass, Kind, Oracle
@@ -124,7 +125,7 @@ def _lost(u: np.ndarray, got: np.ndarray) -> tuple[float, float]:
     return float(np.sqrt(np.mean((got[keep] - u[keep]) ** 2))) / norm, frozen
 
 
-def finding(executor: str, policy: str, graph: Graph, loss: UpdateLoss, input_set: int) -> Finding:
+def finding(executor: str, policy: Policy, graph: Graph, loss: UpdateLoss, input_set: int) -> Finding:
     """The model-hazard finding of a lost or non-finite update."""
     what = ("gives inf/NaN updates" if loss.kind == ErrorClass.UPDATE_NONFINITE else
             f"loses {loss.lost:.0%} of its update (relative RMS against the exact step)" if loss.frozen >= 0.5 else
@@ -134,7 +135,7 @@ def finding(executor: str, policy: str, graph: Graph, loss: UpdateLoss, input_se
     ratio = loss.lost / UPDATE_LOSS if np.isfinite(loss.lost) else float("inf")
     return Finding(Oracle.MODEL_HAZARD, executor, [loss.op], [loss.dtype], loss.kind, message, kind=Kind.MODEL_HAZARD,
                    ratio=ratio, input_set=input_set, output=loss.node, node=loss.node,
-                   details={"policy": policy, "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
+                   details={"policy": policy.label, "policy_words": policy.words, "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
                             "fix": loss.fix, "cause": loss.cause})
 
 
@@ -309,7 +310,7 @@ def on_backend(loss: GradientLoss, executor: str, own: float, scaled: float | No
                    cause=cause or "underflow", obstacle=words, checked_on=executor)
 
 
-def gradient_finding(executor: str, policy: str, graph: Graph, loss: GradientLoss, input_set: int) -> Finding:
+def gradient_finding(executor: str, policy: Policy, graph: Graph, loss: GradientLoss, input_set: int) -> Finding:
     """The model-hazard finding of a gradient lost to 16-bit underflow (error class grad-underflow), or to an
     overflow of its forward (grad-overflow)."""
     from .precision_hazards import consumer_op
@@ -338,6 +339,6 @@ def gradient_finding(executor: str, policy: str, graph: Graph, loss: GradientLos
     error_class = ErrorClass.GRAD_OVERFLOW if loss.cause == "overflow" else ErrorClass.GRAD_UNDERFLOW
     return Finding(Oracle.MODEL_HAZARD, executor, [op], [loss.dtype], error_class, message, kind=Kind.MODEL_HAZARD,
                    ratio=loss.lost / GRAD_LOSS, input_set=input_set, output=loss.wrt, node=loss.wrt,
-                   details={"policy": policy, "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
+                   details={"policy": policy.label, "policy_words": policy.words, "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
                             "with_scale": loss.with_scale, "fix": fix, "gradient": loss.wrt, "cause": loss.cause,
                             "checked_on": loss.checked_on})

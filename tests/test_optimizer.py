@@ -236,6 +236,8 @@ def test_regression_a_gradient_the_executor_keeps_is_no_hazard_and_an_overflow_i
     fix is a loss scale; eager's own backward keeps that gradient. A hazard is filed only where the executor's
     backward loses it too, and what blocks the scale is named (an overflow here)."""
     from oracles.training_hazards import GradientLoss, gradient_finding, obstacle, on_backend
+    from fuzzer.executors.torch_exec import AUTOCAST_BF16
+    from fuzzer.policy import DECLARED
 
     graph = case_from_json({"format": "precfuzz-graph/1",
                             "inputs": [{"name": "x", "shape": [2, 8], "dtype": "bfloat16", "role": "input",
@@ -250,14 +252,14 @@ def test_regression_a_gradient_the_executor_keeps_is_no_hazard_and_an_overflow_i
     assert on_backend(loss, "torch/eager", 0.1, None, lambda: blocked) is None  # eager keeps it: no hazard
     shown = on_backend(loss, "xla/native", 1.0, 1.0, lambda: blocked)
     assert shown is not None and shown.scale == 0.0 and shown.cause == "overflow"
-    found = gradient_finding("xla/native", "declared", graph, shown, 0)
+    found = gradient_finding("xla/native", DECLARED, graph, shown, 0)
     assert found.error_class == "grad-overflow" and "lost to an overflow" in title(found)
     # the scale the ideal offers fails on the executor: the subnormal activations are named, and where they are
     # subnormal in float32 too, the fix is to rescale them (triage26: "run this op in float32" failed on XLA)
     sub = on_backend(loss, "xla/autocast", 1.0, 1.0, lambda: ("subnormal", "`a` is subnormal in bfloat16 (and in "
                                                                           "float32) ..."))
     assert sub is not None and sub.cause == "subnormal"
-    fix = gradient_finding("xla/autocast", "autocast-bf16", graph, sub, 0).details["fix"]
+    fix = gradient_finding("xla/autocast", AUTOCAST_BF16, graph, sub, 0).details["fix"]
     assert "rescale them: they are subnormal in float32 too" in fix and "run this op in float32" not in fix
     # an ideal backward that no scale helps loses the gradient by its own arithmetic: no kernel flushes it
     tiny = on_backend(GradientLoss("x", "float16", 1.0, 1.0, 0.0, 1.0), "torch/eager", 1.0, None,

@@ -665,6 +665,7 @@ def test_regression_a_precision_hazard_names_the_input_where_the_loss_starts_not
     that keeps x float16. It names x, says what x alone loses, and the fix passes x as float32 too."""
     from fuzzer.ir import Case, input_values
     from oracles.precision_hazards import finding, judge
+    from fuzzer.executors.torch_exec import AUTOCAST_BF16
 
     def graph(x_dtype: str, compute: str) -> Graph:
         inputs = (Input("x", (4, 16), x_dtype, init={"dist": "offset", "mean": -500.0, "std": 0.1, "seed": 3}),)
@@ -674,7 +675,7 @@ def test_regression_a_precision_hazard_names_the_input_where_the_loss_starts_not
     policy, model = graph("float16", "bfloat16"), graph("float32", "float32")
     lost = judge(policy, model, input_values(Case(policy), 0), input_values(Case(model), 0))
     assert lost is not None and lost.culprit == "xb" and lost.origin == "x" and lost.origin_loss > 0.5
-    f = finding("torch/autocast", "autocast-bf16", policy, lost, 0)
+    f = finding("torch/autocast", AUTOCAST_BF16, policy, lost, 0)
     assert f.node == "x" and f.ops == ["layer_norm"]  # x's first use past the policy's cast
     assert "the loss starts at the float16 rounding of input `x`" in f.message
     assert f.details["fix"].startswith("pass `x` as float32, and compute `xb`")

@@ -13,8 +13,10 @@ from oracles.vocabulary import ErrorClass, Kind, Reaction
 from ..artifacts import write_finding
 from ..check import Checker, CheckResult
 from ..dtypes import LOW_PRECISION, is_float
+from ..executors.xla_exec import LEGACY_XLA_USE_BF16
 from ..ir import Case, Graph, infer, redeclare
 from ..minimize.engine import MinimizeError, minimize
+from ..policy import DECLARED
 from .translate import Translation
 from .verdict import (
     Bug,
@@ -25,7 +27,7 @@ from .verdict import (
     module_is_bf16,
 )
 
-LEGACY = "legacy-xla-use-bf16"
+LEGACY = LEGACY_XLA_USE_BF16.label
 
 
 def premigration(graph: Graph) -> Graph:
@@ -41,7 +43,7 @@ def scenario(label: str, result: CheckResult, checker: Checker) -> Scenario:
     """A check result with the policies and policy graphs of its executors."""
     exs = checker.pool.executors
     names = list(result.outcomes)
-    return Scenario(label, result, {n: exs[n].policy for n in names},
+    return Scenario(label, result, {n: exs[n].precision for n in names},
                     {n: exs[n].policy_graph(result.case.graph) for n in names},
                     not_judged={n: exs[n].not_judged for n in names if exs[n].not_judged})
 
@@ -62,12 +64,12 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
     legacy = [n for n in names if exs[n].policy == LEGACY and pre != case.graph]
     floats_in = any(i.role == "input" and is_float(i.dtype) for i in case.graph.inputs)
     if moved is not None and not floats_in:  # nothing for a caller to cast: the moved module is the whole answer
-        names = [n for n in names if exs[n].policy != "bf16-model"]
+        names = [n for n in names if exs[n].precision.moves_module_to != "bfloat16"]
     log(f"checking {len(case.graph.nodes)} nodes on {', '.join(names)}")
     main = scenario("", checker.check(case, [n for n in names if n not in legacy]), checker)
     if moved is not None:
         baked = [f for f in main.result.findings if f.kind == Kind.MODEL_HAZARD and f.error_class == ErrorClass.RAISED
-                 and main.policies.get(f.executor) == "bf16-model" and not hazard_of(f, main, {}, False).caller_cast]
+                 and getattr(main.policies.get(f.executor), "moves_module_to", None) == "bfloat16" and not hazard_of(f, main, {}, False).caller_cast]
         if baked:
             main.result.findings = [f for f in main.result.findings if f not in baked]
             main.result.notes.append(f"{len(baked)} hazard(s) of the float32 capture under model.to(bfloat16) left out: "
@@ -85,13 +87,13 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
         if not h.caller_cast:
             continue
         raised = set(f.details.get("reactions", {}).get(Reaction.RAISED, [])) | {f.executor}
-        raised_names = tuple(n for n in names if n in raised and exs[n].policy != "declared")
+        raised_names = tuple(n for n in names if n in raised and exs[n].precision != DECLARED)
         graph = main.policy_graphs[f.executor]
         culprits = tuple(input_culprits(graph, infer(graph), f.node))
         if raised_names and culprits:
             todo[(culprits, raised_names, h.param_dtype)] = None
     for culprits, raised_names, dtype in todo:
-        if moved is not None and all(exs[n].policy == "bf16-model" for n in raised_names):
+        if moved is not None and all(exs[n].precision.moves_module_to == "bfloat16" for n in raised_names):
             continue  # the moved module's own capture answers it
         graph = Graph(tuple(replace(i, dtype=dtype) if i.name in culprits and is_float(i.dtype) else i
                             for i in case.graph.inputs), case.graph.nodes, case.graph.outputs)
@@ -99,7 +101,7 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
         log(f"checking {', '.join(raised_names)} with {label} (the cast the caller owes)")
         out.append(scenario(label, checker.check(case.with_graph(graph), list(raised_names)), checker))
     if moved is not None:
-        declared = [n for n in names if exs[n].policy == "declared"]
+        declared = [n for n in names if exs[n].precision == DECLARED]
         log(f"checking the module exported after model.to(bfloat16) ({len(moved.case.graph.nodes)} nodes) on "
             f"{', '.join(declared)}")
         out.append(replace(scenario(MOVED, checker.check(moved.case, declared), checker), sources=moved.sources))

@@ -17,14 +17,9 @@ from ..analysis import break_trace
 from ..check import CheckResult
 from ..dtypes import is_float
 from ..ir import Graph, infer
+from ..policy import DECLARED, Policy
 from .source import Source
 
-POLICY_ROWS = {  # executor policy -> row label
-    "declared": "as given",
-    "bf16-model": "model.to(bfloat16)",
-    "autocast-bf16": "autocast(bfloat16)",
-    "legacy-xla-use-bf16": "XLA_USE_BF16=1",
-}
 SEMANTIC_ORACLE = "torch/eager"
 
 
@@ -34,7 +29,7 @@ class Scenario:
 
     label: str  # "" for the graph as captured; else what changed ("before the migration", "x as bfloat16")
     result: CheckResult
-    policies: dict[str, str]  # executor -> policy
+    policies: dict[str, Policy]  # executor -> its precision policy
     policy_graphs: dict[str, Graph]  # executor -> the PyTorch program its policy runs
     sources: dict[str, "Source"] | None = None  # a graph captured on its own (the moved module): its own lines
     not_judged: dict[str, str] = field(default_factory=dict)  # executor -> why its numbers are not judged
@@ -142,12 +137,12 @@ def backend_column(executor: str) -> str:
     return {"torch": "torch (cpu)", "xla": "torch_xla"}.get(ExecutorName.parse(executor).family, executor)
 
 
-def row_label(policy: str, scenario: str, bf16_module: bool) -> str:
+def row_label(policy: Policy, scenario: str, bf16_module: bool) -> str:
     """The table row of a policy in one scenario."""
-    if policy == "declared" and scenario.startswith("model.to("):  # a module captured after the move
+    if policy == DECLARED and scenario.startswith("model.to("):  # a module captured after the move
         return scenario
-    label = POLICY_ROWS.get(policy, policy)
-    if policy == "declared" and bf16_module:
+    label = policy.row
+    if policy == DECLARED and bf16_module:
         label += " (= model.to(bfloat16))"
     return f"{label}, {scenario}" if scenario else label
 
@@ -208,7 +203,7 @@ def _describe_value(graph: Graph, typed: Any, sources: dict[str, Source], name: 
 def precision_hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module: bool) -> Hazard:
     """A precision hazard (the policy's own rounding loses the outputs) located in the user's code, with its fix."""
     src = sources.get(f.node) or Source("", 0, "")
-    row = row_label(sc.policies.get(f.executor, "declared"), sc.label, bf16_module)
+    row = row_label(sc.policies.get(f.executor, DECLARED), sc.label, bf16_module)
     fix = str(f.details.get("fix", ""))
     if src.file:
         fix = f"{src.where()}: {fix}"
@@ -219,7 +214,7 @@ def precision_hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf
 
 def update_hazard_of(f: Finding, sc: Scenario, bf16_module: bool) -> Hazard:
     """A training hazard of the optimizer step (--train): the parameter tensor whose update is lost, with its fix."""
-    row = row_label(sc.policies.get(f.executor, "declared"), sc.label, bf16_module)
+    row = row_label(sc.policies.get(f.executor, DECLARED), sc.label, bf16_module)
     param = f.node.removesuffix("_new")  # a step's node is `<param>_new`; a gradient's hazard names the parameter
     return Hazard([row], [f.executor], param, f.ops[0] if f.ops else "?", "", "", "", f.dtypes[0] if f.dtypes else "?",
                   f.dtypes[0] if f.dtypes else "?", [], [], str(f.details.get("fix", "")), f.message,

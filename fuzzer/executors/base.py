@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import outcome as oc
 from ..ir import Graph
+from ..policy import DECLARED, Policy
 
 Inputs = dict[str, np.ndarray]
 
@@ -110,7 +111,12 @@ class Executor(ABC):
         """'unsupported' for backend limitations, else 'error'."""
         return "unsupported" if isinstance(exc, Unsupported) else "error"
 
-    policy: str = "declared"  # policy label: the PyTorch program a configuration runs (see policy_graph)
+    precision: Policy = DECLARED  # its precision policy, declared by its backend (see policy_graph)
+
+    @property
+    def policy(self) -> str:
+        """The policy's label, as records carry it."""
+        return self.precision.label
 
     def policy_graph(self, graph: Graph) -> Graph:
         """The PyTorch program this configuration runs: the graph rewritten by its precision policy.

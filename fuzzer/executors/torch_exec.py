@@ -18,11 +18,13 @@ from ..dtypes import FLOAT_FORMATS, FP8, is_float
 from ..identifiers import fresh_name
 from ..ir import Graph, Input, Node, infer
 from ..ops import OPS, ValueInfo, is_cast, tagged
+from ..policy import Policy
 from .base import Executor, Inputs
 from .torch_render import render_function
 
 # torch.autocast op lists, read off the op records' tags. Measured on torch 2.9.1 / torch_xla 2.9.0 and
 # checked by tests/test_xla_executors.py (the policy graph's dtypes must match what autocast returns).
+AUTOCAST_BF16 = Policy("autocast-bf16", "torch.autocast(dtype=torch.bfloat16)", "autocast(bfloat16)")  # CPU and XLA
 AUTOCAST_LOWER = tagged(OPS, "autocast-lower")
 CPU_AUTOCAST_LOWER = AUTOCAST_LOWER | tagged(OPS, "autocast-lower-cpu")
 CPU_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-cpu")  # the 3-d pools (softmax and norms run as given on CPU)
@@ -284,7 +286,7 @@ class TorchAutocastExecutor(TorchExecutor):
     """CPU under torch.autocast('cpu', dtype=torch.bfloat16)."""
 
     name = "torch/autocast"
-    policy = "autocast-bf16"
+    precision = AUTOCAST_BF16
 
     def context(self) -> contextlib.AbstractContextManager:
         import torch

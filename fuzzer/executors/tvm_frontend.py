@@ -66,7 +66,6 @@ class TVMFrontendExecutor(Executor):
     name = "tvm/frontend"
     group = "tvm"
     requires = ("tvm", "torch")
-    policy = "declared"
 
     def __init__(self, cache_size: int = 32) -> None:
         self.cache_size = cache_size

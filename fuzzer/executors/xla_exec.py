@@ -27,8 +27,10 @@ from .. import outcome as oc
 from ..dtypes import is_float
 from ..ir import Graph, Input, Node, redeclare
 from ..ops import OPS, tagged
+from ..policy import Policy
 from .base import Inputs
 from .torch_exec import (
+    AUTOCAST_BF16,
     AUTOCAST_LOWER,
     TorchExecutor,
     autocast_graph,
@@ -40,6 +42,8 @@ from .torch_exec import (
 )
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
+BF16_MODEL = Policy("bf16-model", "model.to(torch.bfloat16)", "model.to(bfloat16)", moves_module_to="bfloat16")
+LEGACY_XLA_USE_BF16 = Policy("legacy-xla-use-bf16", "XLA_USE_BF16=1", "XLA_USE_BF16=1")
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
 XLA_AUTOCAST_FP32 = tagged(OPS, "autocast-fp32-xla")
@@ -101,7 +105,6 @@ class XlaExecutor(TorchExecutor):
     name = "xla/native"
     group = "xla"
     requires = ("torch", "torch_xla")
-    policy = "declared"
 
     def packages(self) -> tuple[str, ...]:
         return ("torch", "torch-xla", "torch-neuronx", "neuronx-cc", "libneuronxla")
@@ -180,7 +183,7 @@ class XlaBf16ModelExecutor(XlaExecutor):
     """`xla/bf16-model`: floating-point parameters in bf16 (`model.to(torch.bfloat16)`), other inputs as declared."""
 
     name = "xla/bf16-model"
-    policy = "bf16-model"
+    precision = BF16_MODEL
 
     def input_dtype(self, inp: Input) -> str:
         return "bfloat16" if inp.role == "param" and is_float(inp.dtype) else inp.dtype
@@ -193,7 +196,7 @@ class XlaAutocastExecutor(XlaExecutor):
     """`xla/autocast`: declared dtypes under torch.autocast("xla", dtype=torch.bfloat16)."""
 
     name = "xla/autocast"
-    policy = "autocast-bf16"
+    precision = AUTOCAST_BF16
 
     def context(self) -> contextlib.AbstractContextManager:
         import torch
@@ -223,7 +226,7 @@ class XlaLegacyBf16Executor(XlaExecutor):
     """
 
     name = "xla/legacy-bf16"
-    policy = "legacy-xla-use-bf16"
+    precision = LEGACY_XLA_USE_BF16
     dtype_contract = False  # a bf16 input reports float32, a .to(bfloat16) reports bfloat16
     judge_numbers = False  # every float is bf16, intermediates and accumulators too: only its status is judged
     not_judged = ("XLA_USE_BF16=1 computes every float32 value, accumulators included, in bfloat16 by design, and "
