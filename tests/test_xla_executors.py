@@ -401,3 +401,33 @@ def test_regression_a_subnormal_flush_eager_shares_is_not_torch_xlas_coverage_ga
     xla = [f.message for f in result.findings if f.executor == "xla/native"]
     # oneDNN picks its bf16 conv kernel by CPU: where eager's keeps the subnormals, XLA's flush is its own finding
     assert xla == [] if eager_flushes else xla, xla
+
+
+def test_model_to_float16_on_xla_is_a_policy_of_its_own_judged_like_bf16_model(tmp_path: Path) -> None:
+    """Issue 34's real addition: xla/fp16-model (model.to(torch.float16)), added in the torch_xla package and the
+    registry alone. A float32 input meeting its float16 parameters is a model hazard worded in the user's terms; the
+    input cast as the fix runs clean; its repro script runs the parameters in float16 and exits 1 on the hazard."""
+    from fuzzer.repro import render
+    from oracles.bugs import title
+
+    x = {"dist": "normal", "mean": 0.0, "std": 1.0, "seed": 1}
+    w = {"dist": "normal", "mean": 0.0, "std": 0.2, "seed": 2}
+
+    def case(x_dtype: str) -> Case:
+        return Case(Graph((Input("x", (4, 16), x_dtype, init=x), Input("w", (8, 16), "float32", role="param", init=w)),
+                          (Node("y", "linear", ("x", "w")),), ("y",)))
+
+    names = ["torch/eager", "xla/fp16-model"]
+    with ExecutorPool(names, timeout=300.0) as pool:
+        hazard = Checker(pool).check(case("float32"), names)
+        fixed = Checker(pool).check(case("float16"), names)
+    (f,) = hazard.findings
+    assert f.executor == "xla/fp16-model" and f.dtypes == ["float32", "float16"], f
+    assert title(f).endswith("PyTorch raises under model.to(torch.float16)"), title(f)
+    assert not [g for g in fixed.findings if g.executor == "xla/fp16-model"]  # (eager, declared, raises: its own)
+    assert fixed.outcomes["xla/fp16-model"][0].dtypes == ["float16"]
+    script = tmp_path / "repro.py"
+    script.write_text(render(case("float32"), f, create("xla/fp16-model").bind({}), title(f)))
+    out = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PJRT_DEVICE": "CPU"})
+    assert out.returncode == 1, out.stdout + out.stderr

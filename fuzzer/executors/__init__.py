@@ -16,6 +16,7 @@ REGISTRY: dict[str, tuple[str, dict[str, Any]]] = {
     "torch/autocast": ("fuzzer.executors.torch_exec:TorchAutocastExecutor", {}),
     "xla/native": ("fuzzer.executors.xla_exec:XlaExecutor", {}),
     "xla/bf16-model": ("fuzzer.executors.xla_exec:XlaBf16ModelExecutor", {}),
+    "xla/fp16-model": ("fuzzer.executors.xla_exec:XlaFp16ModelExecutor", {}),
     "xla/autocast": ("fuzzer.executors.xla_exec:XlaAutocastExecutor", {}),
     "xla/legacy-bf16": ("fuzzer.executors.xla_exec:XlaLegacyBf16Executor", {}),  # own worker: env sets XLA_USE_BF16
     "debug/faults": ("fuzzer.executors.faults:FaultExecutor", {}),
@@ -31,7 +32,7 @@ REGISTRY.update(neuron_registry_entries())  # neuron/<setting>: one per row of n
 
 ORACLE_EXECUTORS = ("reference", "emulated")
 # Opt-in until triaged: each compiles per case (torch.export too for tvm/frontend), and new keys would fail smoke.
-OPT_IN = ("tvm/passes", "tvm/mixed-precision", "tvm/frontend", "tvm/train")
+OPT_IN = ("tvm/passes", "tvm/mixed-precision", "tvm/frontend", "tvm/train", "xla/fp16-model")
 HIDDEN = ("debug/faults",) + OPT_IN  # never selected by default; name them explicitly (or 'tvm/*')
 
 

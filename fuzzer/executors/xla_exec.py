@@ -43,6 +43,7 @@ from .torch_exec import (
 
 LEGACY_FP32 = ("float16", "bfloat16", "float32")  # tensors a pre-migration (XLA_USE_BF16) model keeps in float32
 BF16_MODEL = Policy("bf16-model", "model.to(torch.bfloat16)", "model.to(bfloat16)", moves_module_to="bfloat16")
+FP16_MODEL = Policy("fp16-model", "model.to(torch.float16)", "model.to(float16)")
 LEGACY_XLA_USE_BF16 = Policy("legacy-xla-use-bf16", "XLA_USE_BF16=1", "XLA_USE_BF16=1")
 
 # torch.autocast("xla") fp32 list, restricted to the IR's ops (measured on torch_xla 2.9.0, checked by the tests).
@@ -190,6 +191,20 @@ class XlaBf16ModelExecutor(XlaExecutor):
 
     def policy_graph(self, graph: Graph) -> Graph:
         return recast_inputs(graph, "param", "bfloat16")
+
+
+class XlaFp16ModelExecutor(XlaBf16ModelExecutor):
+    """`xla/fp16-model`: floating-point parameters in float16 (`model.to(torch.float16)`, `model.half()`), other
+    inputs as declared: the float16 training and inference that trn2 runs natively."""
+
+    name = "xla/fp16-model"
+    precision = FP16_MODEL
+
+    def input_dtype(self, inp: Input) -> str:
+        return "float16" if inp.role == "param" and is_float(inp.dtype) else inp.dtype
+
+    def policy_graph(self, graph: Graph) -> Graph:
+        return recast_inputs(graph, "param", "float16")
 
 
 class XlaAutocastExecutor(XlaExecutor):
