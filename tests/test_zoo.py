@@ -57,6 +57,21 @@ def test_the_zoo_has_its_twelve_models_each_documented() -> None:
     assert set(TRANSLATION_PENDING) <= set(ZOO_MODELS)
 
 
+def test_every_zoo_model_has_its_real_size_or_says_why_not() -> None:
+    """Issue 37: each zoo model defines `make_real` (its library's default config, audited by `make bench
+    BENCH_SCALE=1`), or REAL_SIZE saying why not (past the limits, or audited as corpus/scale's file)."""
+    from bench.run import real_size_targets
+
+    targets = {name for name, _ in real_size_targets()}
+    for name in ZOO_MODELS:
+        tree = ast.parse((DEFAULT_DIR / f"{name}.py").read_text())
+        real = any(isinstance(n, ast.FunctionDef) and n.name == "make_real" for n in tree.body)
+        why = [n for n in tree.body if isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "REAL_SIZE"
+                                                                          for t in n.targets)]
+        assert real != bool(why), f"{name}: make_real or REAL_SIZE, one of them"
+        assert (f"zoo/{name}" in targets) == real, name
+
+
 # ---------------------------------------------------------------- export and translation (the zoo extra)
 
 

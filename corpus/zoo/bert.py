@@ -41,3 +41,14 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     mask = torch.ones(1, 12, dtype=torch.int64)
     mask[:, 9:] = 0
     return model.eval(), (ids, mask)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The library's default config, `BertConfig()` (bert-base: 12 layers, hidden 768, vocab 30522; 109M
+    parameters), random weights, one [1, 16] sequence with its last 4 tokens padding (issue 37)."""
+    torch.manual_seed(0)
+    model = Hidden(BertModel(BertConfig(), add_pooling_layer=False))
+    ids = torch.randint(0, 30522, (1, 16), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(1, 16, dtype=torch.int64)
+    mask[:, 12:] = 0
+    return model.eval(), (ids, mask)

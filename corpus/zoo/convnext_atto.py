@@ -24,3 +24,13 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     model = ConvNeXt(depths=(2, 2, 2, 2), dims=(8, 16, 32, 64), conv_mlp=True, ls_init_value=1.0, num_classes=10)
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     return model.eval(), (x,)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """timm's convnext_atto at its real size (depths (2, 2, 6, 2), dims (40, 80, 160, 320); 3.7M parameters),
+    random weights, one [1, 3, 224, 224] image (issue 37)."""
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model("convnext_atto", pretrained=False)
+    return model.eval(), (torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1)),)

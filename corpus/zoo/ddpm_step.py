@@ -69,3 +69,15 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
 def make_fixed() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     """The same step with the one-line fix: the noised latents cast back to the latents' dtype."""
     return _make(fixed=True)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The step around the library's default `UNet2DModel(in_channels=4, out_channels=4)` (274M parameters; the
+    default but for the latent channels), bf16 as in `make`, [1, 4, 16, 16] latents and noise (issue 37)."""
+    torch.manual_seed(0)
+    scheduler = DDPMScheduler(num_train_timesteps=1000, beta_schedule="squaredcos_cap_v2")
+    model = DDPMStep(UNet2DModel(in_channels=4, out_channels=4).to(torch.bfloat16), scheduler)
+    gen = torch.Generator().manual_seed(1)
+    latents = torch.randn(1, 4, 16, 16, generator=gen).to(torch.bfloat16)
+    noise = torch.randn(1, 4, 16, 16, generator=gen).to(torch.bfloat16)
+    return model.eval(), (latents, noise, torch.tensor([500]))

@@ -41,3 +41,12 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     model = Logits(GPT2LMHeadModel(config))
     ids = torch.randint(0, 256, (1, 12), generator=torch.Generator().manual_seed(1))
     return model.eval(), (ids,)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The library's default config, `GPT2Config()` (gpt2: 12 layers, 768 wide, vocab 50257; 124M parameters),
+    random weights, one [1, 16] sequence (issue 37)."""
+    torch.manual_seed(0)
+    model = Logits(GPT2LMHeadModel(GPT2Config()))
+    ids = torch.randint(0, 50257, (1, 16), generator=torch.Generator().manual_seed(1))
+    return model.eval(), (ids,)

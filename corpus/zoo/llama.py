@@ -52,3 +52,8 @@ def loss(logits: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     log-probability written out (what F.cross_entropy computes), token t predicting token t + 1."""
     logp = logits[:, :-1].float().log_softmax(dim=-1)
     return -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).mean()
+
+
+# Real size (issue 37): `LlamaConfig()`'s default is Llama-2-7B (6.7B parameters, 27 GB in float32), past the 16 GB an
+# audit at scale may take; corpus/scale/llama_1b.py audits the family at 1.1B (TinyLlama's shape).
+REAL_SIZE = "LlamaConfig() is 7B (27 GB of float32 weights): see corpus/scale/llama_1b.py"

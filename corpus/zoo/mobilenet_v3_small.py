@@ -29,3 +29,13 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
                 m.running_var.copy_(torch.rand(m.num_features, generator=gen) + 0.5)
     x = torch.randn(1, 3, 32, 32, generator=gen)
     return model.eval(), (x,)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """torchvision's mobilenet_v3_small at its default config (2.5M parameters), random weights, eval mode, one
+    [1, 3, 224, 224] image (issue 37)."""
+    import torchvision
+
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v3_small(weights=None)
+    return model.eval(), (torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1)),)

@@ -54,3 +54,7 @@ def loss(logits: torch.Tensor, image: torch.Tensor) -> torch.Tensor:
     """Cross-entropy in float32 against class 3 (`precfuzz audit --train`, the training zoo), written out as
     log-softmax and the picked log-probability."""
     return -logits.float().log_softmax(dim=-1)[:, 3].mean()
+
+
+# Real size (issue 37): torchvision's default resnet18 (11.7M parameters) is corpus/scale/resnet18.py, audited there.
+REAL_SIZE = "corpus/scale/resnet18.py is this model at its default config"

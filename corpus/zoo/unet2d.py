@@ -48,3 +48,11 @@ def loss(prediction: torch.Tensor, sample: torch.Tensor, timestep: torch.Tensor)
     float32 against a fixed noise target made from the sample (deterministic: no RNG inside the captured graph)."""
     target = sample.float() * 0.5
     return (prediction.float() - target).square().mean()
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The library's default config, `UNet2DModel()` (block widths 224/448/672/896, two layers per block; 274M
+    parameters), random weights, one [1, 3, 16, 16] sample and timestep [500] (issue 37)."""
+    torch.manual_seed(0)
+    sample = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    return Sample(UNet2DModel()).eval(), (sample, torch.tensor([500]))

@@ -44,3 +44,14 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     latent = torch.randn(1, 4, 8, 8, generator=gen)
     text = torch.randn(1, 6, 32, generator=gen)
     return Sample(unet).eval(), (latent, torch.tensor([500]), text)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The library's default config, `UNet2DConditionModel()` (Stable Diffusion 1.x's UNet: widths 320/640/1280/1280,
+    cross-attention to 1280-wide text states; 872M parameters), random weights, a [1, 4, 16, 16] latent, timestep
+    [500] and [1, 8, 1280] text states (issue 37)."""
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(1)
+    latent = torch.randn(1, 4, 16, 16, generator=gen)
+    text = torch.randn(1, 8, 1280, generator=gen)
+    return Sample(UNet2DConditionModel()).eval(), (latent, torch.tensor([500]), text)

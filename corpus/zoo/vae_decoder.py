@@ -41,3 +41,12 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
                         latent_channels=4, norm_num_groups=8, sample_size=16)
     z = torch.randn(1, 4, 8, 8, generator=torch.Generator().manual_seed(1))
     return Decode(vae).eval(), (z,)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """The library's default config, `AutoencoderKL()` (one 64-wide block, no resampling: 0.56M parameters; its
+    default is small, Stable Diffusion's VAE is a config of its own), random weights, a [1, 4, 32, 32] latent at the
+    default sample size (issue 37)."""
+    torch.manual_seed(0)
+    z = torch.randn(1, 4, 32, 32, generator=torch.Generator().manual_seed(1))
+    return Decode(AutoencoderKL()).eval(), (z,)

@@ -73,3 +73,8 @@ def loss(prediction: torch.Tensor, latents: torch.Tensor, noise: torch.Tensor, t
     target noise - latents, mean squared error in float32."""
     target = noise.float() - latents.float()
     return (prediction.float() - target).square().mean()
+
+
+# Real size (issue 37): `WanTransformer3DModel()`'s default is Wan2.1-14B (14.3B parameters, 57 GB in float32), past
+# the 16 GB an audit at scale may take.
+REAL_SIZE = "WanTransformer3DModel() is 14B (57 GB of float32 weights)"

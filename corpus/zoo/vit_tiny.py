@@ -23,3 +23,13 @@ def make() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
     model = VisionTransformer(img_size=32, patch_size=8, embed_dim=48, depth=2, num_heads=3, num_classes=10)
     x = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     return model.eval(), (x,)
+
+
+def make_real() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """timm's vit_tiny_patch16_224 at its real size (12 blocks, 192 wide, 197 tokens; 5.7M parameters), random
+    weights, one [1, 3, 224, 224] image (issue 37)."""
+    import timm
+
+    torch.manual_seed(0)
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False)
+    return model.eval(), (torch.randn(1, 3, 224, 224, generator=torch.Generator().manual_seed(1)),)
