@@ -185,12 +185,13 @@ class XlaBf16ModelExecutor(XlaExecutor):
 
     name = "xla/bf16-model"
     precision = BF16_MODEL
+    model_dtype = "bfloat16"  # the dtype model.to() moves the floating-point parameters to
 
     def input_dtype(self, inp: Input) -> str:
-        return "bfloat16" if inp.role == "param" and is_float(inp.dtype) else inp.dtype
+        return self.model_dtype if inp.role == "param" and is_float(inp.dtype) else inp.dtype
 
     def policy_graph(self, graph: Graph) -> Graph:
-        return recast_inputs(graph, "param", "bfloat16")
+        return recast_inputs(graph, "param", self.model_dtype)
 
 
 class XlaFp16ModelExecutor(XlaBf16ModelExecutor):
@@ -199,12 +200,7 @@ class XlaFp16ModelExecutor(XlaBf16ModelExecutor):
 
     name = "xla/fp16-model"
     precision = FP16_MODEL
-
-    def input_dtype(self, inp: Input) -> str:
-        return "float16" if inp.role == "param" and is_float(inp.dtype) else inp.dtype
-
-    def policy_graph(self, graph: Graph) -> Graph:
-        return recast_inputs(graph, "param", "float16")
+    model_dtype = "float16"
 
 
 class XlaAutocastExecutor(XlaExecutor):
