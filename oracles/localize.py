@@ -489,7 +489,7 @@ def dtype(finding: Finding, s: Subject, inputs: Values, run: Run, eager: Run | N
             op = s.graph.node(name).op
             return replace(finding, ops=[op], dtypes=[s.reported(want), got], node=name,
                            message=f"{name} ({op}): {s.name} returns {got} where PyTorch eager on the CPU returns "
-                                   f"{s.reported(want)} ({s.label})",
+                                   f"{s.reported(want)} ({semantics.program_words(s.label)})",
                            details={**finding.details, "localized": True})
     return finding
 

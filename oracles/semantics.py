@@ -27,6 +27,7 @@ from fuzzer.ir import Graph, TypedGraph
 from fuzzer.ops import OPS
 from fuzzer.ops.base import ChainBreak
 from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
+from fuzzer.policy import DECLARED, Policy
 
 from .errors import classify_error, message_key
 from .findings import Finding
@@ -77,12 +78,18 @@ def _status(graph: Graph, s: Subject, k: int, out: Outcome, eager: Outcome) -> F
     ops = _mentioned_ops(graph, out.message)
     dtypes = sorted({v.dtype for v in s.typed().values.values() if v.kind != "scalar" and is_float(v.dtype)})
     msg = (f"{s.name} raises ({cls}: {first_line(out.message) or out.summary()}) where PyTorch eager on the CPU "
-           f"runs the same program ({s.label}) and returns {', '.join(eager.dtypes or [])}")
+           f"runs the same program ({program_words(s.label)}) and returns {', '.join(eager.dtypes or [])}")
     return Finding(Oracle.STATUS_DIVERGENCE, s.name, ops, dtypes, cls, msg, against=EAGER, input_set=k,
                    details={"whole_graph": True, "stage": out.stage, "error_type": out.error_type,
                             "error": first_line(out.message, 400), "error_key": message_key(out.message),
                             "eager_dtypes": eager.dtypes,
                             **({"in_pass": out.info["in_pass"]} if out.info.get("in_pass") else {})})
+
+
+def program_words(policy: Policy) -> str:
+    """The program eager runs for a policy, in a user's words: a policy's casts are written out in it, eager runs
+    it without the policy (sample29 #4: "runs the same program (autocast-bf16)" read as eager under autocast)."""
+    return policy.words if policy == DECLARED else f"what {policy.words} computes, its casts written out"
 
 
 def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> Finding | None:
@@ -91,7 +98,7 @@ def _dtype(graph: Graph, s: Subject, k: int, out: Outcome, want: list[str]) -> F
         return None
     value, w, g = bad[0]
     producer = next((n.op for n in graph.nodes if n.id == value), "input")
-    msg = f"{value}: {s.name} returns {g} where PyTorch eager on the CPU returns {w} ({s.label})"
+    msg = f"{value}: {s.name} returns {g} where PyTorch eager on the CPU returns {w} ({program_words(s.label)})"
     return Finding(Oracle.DTYPE_DIVERGENCE, s.name, [producer], [w, g], "dtype", msg, against=EAGER, input_set=k,
                    output=value, node=value if producer != "input" else "",
                    details={"mismatches": [list(b) for b in bad]})

@@ -884,6 +884,10 @@ def test_regression_a_torch_xla_autocast_error_cpu_autocast_shares_says_so_when_
     assert found and all(f.details.get("cpu_autocast_raises") for f in found), [f.signature for f in found]
     assert all("torch.autocast on the CPU raises the same error" in f.message for f in found)
     assert all(title(f).startswith("[PyTorch] cat raises under autocast") for f in found)
+    cpu = [f for f in result.findings if f.executor == "torch/autocast"]  # sample29 #4: "the same program
+    # (autocast-bf16)" read as eager under autocast, which is what raises
+    assert cpu and all("runs the same program (what torch.autocast(dtype=torch.bfloat16) computes, its casts written "
+                       "out)" in f.message for f in cpu), [f.message for f in cpu]
 
 
 def test_a_variant_finding_its_base_shows_too_is_the_bases_bug() -> None:
