@@ -389,8 +389,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         act, param = (finding.dtypes + ["?", "?"])[:2]
         how = "promoted by" if d.get("promoted_at") or not d.get("culprits") else "from"  # a declared input is not
         # a promotion (hazards29 ba09fbe2cc: "promoted by a float16 tensor" where the float16 was declared)
-        return (f"Model hazard: {op} gets a {act} activation next to {param} parameters ({how} "
-                f"{'an' if src[:1] in 'aeiou' else 'a'} {src}); "
+        meets = (f"{act} and {param} operands (the {param} {how}" if d.get("operands_only") else
+                 f"a {act} activation next to {param} parameters ({how}")
+        return (f"Model hazard: {op} gets {meets} {'an' if src[:1] in 'aeiou' else 'a'} {src}); "
                 f"PyTorch raises under {policy_words(d)}")
     if fam == CAST_SEMANTICS:
         how, gives = finding.details.get("cast_range", "saturates"), finding.details.get("pytorch_gives", "NaN")

@@ -71,6 +71,7 @@ class HazardEvidence(TypedDict, total=False):
     sources: list[str]
     promoted_at: list[str]
     fix: str
+    operands_only: bool  # the op has no parameter side (attention): its dtypes are operands', not roles
     reactions: dict[str, list[str]]  # a vocabulary.Reaction -> the executors that did it
     culprit: str
     culprit_is_input: bool

@@ -168,42 +168,51 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
         for node_id, brk in ([(first, breaks[first])] if first is not None else []):
             seen.add((node_id, brk_dtypes(brk)))
             op = graph.node(node_id).op
-            brk, trace = _by_role(graph, typed, node_id, brk)
+            brk, trace, roles = _by_role(graph, typed, node_id, brk)
             culprits = list(trace.culprits) if trace else []
             sources = [_source(s.policy, c) for c in culprits]
-            where = f"; the {brk.activation_dtype} comes from {', '.join(culprits)}" if culprits else ""
+            traced = brk.activation_dtype if roles else brk.param_dtype  # (an op of operands only: the wide one's)
+            where = f"; the {traced} comes from {', '.join(culprits)}" if culprits else ""
             if trace and trace.promoted_at:
                 where += f" (promoted at {', '.join(trace.promoted_at)})"
             operand = graph.node(node_id).inputs[brk.operand]
             fix = f"{operand}.to(torch.{brk.param_dtype}) before {node_id}" if isinstance(operand, str) else ""
             said = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in reactions.items())
-            msg = (f"under {s.label}, {node_id} ({op}) gets a {brk.activation_dtype} activation with "
-                   f"{brk.param_dtype} parameters and PyTorch raises ({first_line(raised.message)}){where}"
+            what = (f"a {brk.activation_dtype} activation with {brk.param_dtype} parameters" if roles else
+                    f"{brk.activation_dtype} and {brk.param_dtype} operands")
+            msg = (f"under {s.label}, {node_id} ({op}) gets {what} and PyTorch raises ({first_line(raised.message)}){where}"
                    + (f"; fix: {fix}" if fix else "") + f" [{said}]")
             found.append(Finding(
                 Oracle.MODEL_HAZARD, s.name, [op], [brk.activation_dtype, brk.param_dtype], ErrorClass.RAISED, msg,
                 kind=Kind.MODEL_HAZARD, against=EAGER, input_set=k, node=node_id,
                 details={"policy": s.label.label, "policy_words": s.label.words, "culprits": culprits, "sources": sources,
                          "promoted_at": list(trace.promoted_at) if trace else [], "fix": fix,
-                         "reactions": reactions, "error": first_line(raised.message, 400)}))
+                         "reactions": reactions, "error": first_line(raised.message, 400),
+                         **({} if roles else {"operands_only": True})}))
     return found
 
 
-def _by_role(graph: Graph, typed: TypedGraph, node_id: str, brk: ChainBreak) -> tuple[ChainBreak, Promotion | None]:
-    """The chain break with its operands in their model roles, and where its activation's dtype came from: an op
+def _by_role(graph: Graph, typed: TypedGraph, node_id: str,
+             brk: ChainBreak) -> tuple[ChainBreak, Promotion | None, bool]:
+    """The chain break with its operands in their model roles, where its odd dtype came from, and whether the roles
+    hold (False: an op of operands only, as attention, whose wide operand is traced; hazards30 ba76632b8f said "a
+    bfloat16 activation next to float32 parameters" for q, k float32 and v bfloat16, "the bfloat16 comes from q"): an op
     without parameter slots (matmul) takes the narrower operand as the activation, which is the parameter where a
     declared parameter was narrowed (hazards29 bc8b65c1cb: under model.to(bfloat16), x float32 @ w0 bfloat16 said
     "a bfloat16 activation next to float32 parameters", fix w0.to(float32), undoing the policy)."""
     node = graph.node(node_id)
     roles = {i.name: i.role for i in graph.inputs}
-    if OPS[node.op].params or roles.get(node.inputs[brk.operand]) != "param":
-        return brk, break_trace(graph, typed, node_id)
+    if OPS[node.op].params:
+        return brk, break_trace(graph, typed, node_id), True
+    if roles.get(node.inputs[brk.operand]) != "param":  # the roles hold where a parameter is the wide side
+        wide_param = any(roles.get(o) == "param" for k, o in enumerate(node.inputs) if k != brk.operand)
+        return brk, break_trace(graph, typed, node_id), wide_param
     other = next((k for k, o in enumerate(node.inputs) if k != brk.operand and isinstance(o, str)
                   and roles.get(o) != "param" and typed.values[o].dtype == brk.param_dtype), None)
     if other is None:
-        return brk, break_trace(graph, typed, node_id)
+        return brk, break_trace(graph, typed, node_id), False
     swapped = ChainBreak(other, brk.param_dtype, brk.activation_dtype)
-    return swapped, trace_promotion(graph, typed, str(node.inputs[other]), swapped.activation_dtype)
+    return swapped, trace_promotion(graph, typed, str(node.inputs[other]), swapped.activation_dtype), True
 
 
 def brk_dtypes(brk: Any) -> tuple[str, str]:

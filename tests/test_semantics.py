@@ -1311,3 +1311,18 @@ def test_regression_a_matmul_hazard_names_the_parameter_by_its_role_and_a_declar
     (hazard,) = [f for f in result.findings if f.kind == "model-hazard"]
     assert hazard.dtypes == ["float32", "bfloat16"] and hazard.details["fix"] == "x.to(torch.bfloat16) before proj0"
     assert "gets a float32 activation next to bfloat16 parameters (from a float32 tensor" in title(hazard), title(hazard)
+
+
+def test_regression_an_attention_hazard_names_operands_not_an_activation_and_parameters() -> None:
+    """hazards30 ba76632b8f: under XLA_USE_BF16=1, q and k run float32 beside a bfloat16 v; the hazard said "a
+    bfloat16 activation next to float32 parameters" and "the bfloat16 comes from q". Attention has no parameter side:
+    its operands are named as such, and the traced (wide) dtype is the one said to come from q."""
+    from fuzzer.isolation import ExecutorPool
+    from oracles.bugs import title
+
+    case = load_case(Path(__file__).parent / "fixtures" / "legacy-bf16-attention-mixed-operands-hazards30.json")
+    with ExecutorPool(["torch/eager", "xla/legacy-bf16"], timeout=300.0) as pool:
+        result = Checker(pool).check(case, ["torch/eager", "xla/legacy-bf16"])
+    (f,) = [f for f in result.findings if f.kind == "model-hazard"]
+    assert "gets bfloat16 and float32 operands" in f.message and "the float32 comes from q" in f.message, f.message
+    assert "gets bfloat16 and float32 operands (the float32 from a float32 tensor" in title(f), title(f)
