@@ -402,6 +402,11 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         return f"[{backend}] {dc} {op} loses subnormal values ({finding.ratio or 0:.3g}x the bound){where}"
     if finding.kind == Kind.UNSUPPORTED:
         return f"[{backend}] {dc} {op} is not supported{where}"
+    if fam == "accuracy" and finding.ops == ["astype"] and finding.oracle == Oracle.ERROR_BOUND:  # a cast is exact:
+        # its bound is ~0, so a ratio says nothing (triage30 b1e2721d62: "1.12e+43x less accurate")
+        bad = "inf/nan" if finding.error_class == ErrorClass.NONFINITE else (
+            f"values up to {finding.max_ulp:.3g} ULP off" if finding.max_ulp is not None else "other values")
+        return f"[{backend}] {dc} astype returns {bad} where the correctly rounded cast is exact{scope}{where}"
     if fam == "accuracy" and finding.details.get("garbage"):
         return f"[{backend}] {dc} {op} returns garbage (changes between runs){scope}{where}"
     if fam == "accuracy" and finding.details.get("worst_nonfinite") and finding.error_class != ErrorClass.NONFINITE:

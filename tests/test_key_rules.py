@@ -86,3 +86,14 @@ def test_regression_a_record_of_every_dtype_does_not_title_one() -> None:
     text = title(_bound("tvm/default", "tanh", "float16->float16"), ["tvm/default"])
     assert "float16" not in text and "(any dtype) tanh" in text, text
     assert "float16 sum" in title(_bound("tvm/default", "sum", "float16->float16"))
+
+
+def test_regression_a_cast_is_titled_by_how_far_off_it_is_not_by_a_ratio_to_an_exact_bound() -> None:
+    """triage30 b1e2721d62: TVM's float8 -> float32 conversion titled "1.12e+43x less accurate" (a cast's bound is 0)."""
+    from oracles.bugs import title
+
+    f = Finding("error-bound", "tvm/default", ["astype"], ["float8_e4m3fn->float32"], "bound", "m", ratio=1.12e43,
+                max_ulp=1.5e6)
+    text = title(f, ["tvm/default"])
+    assert "astype returns values up to 1.5e+06 ULP off where the correctly rounded cast is exact" in text, text
+    assert "e+43" not in text
