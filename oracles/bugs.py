@@ -370,7 +370,7 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 f"{policy_words(d)}; "
                 + (f"scale the loss by {float(d.get('scale', 0)):g} (GradScaler)" if d.get("scale") else
                    "no loss scale helps" if d.get("cause") in ("subnormal", "overflow") else
-                   "keep the backward in float32"))
+                   "compute its path in float32, forward and backward"))
     if finding.kind == Kind.MODEL_HAZARD and finding.error_class in UPDATE_HAZARDS:
         d = finding.details
         what = ("gives inf/NaN updates" if finding.error_class == ErrorClass.UPDATE_NONFINITE
@@ -380,9 +380,11 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
                 f"{policy_words(d)}; {clip(str(d.get('fix', '')), 90)}")
     if finding.kind == Kind.MODEL_HAZARD and finding.error_class == ErrorClass.PRECISION:
         d = finding.details
-        return (f"Precision hazard: {dc} {op} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "
-                f"against float32) under {policy_words(d)}; keep it "
-                "in float32")
+        who = (f"the {dc} rounding of input `{d['culprit']}`" if d.get("culprit_is_input") and d.get("culprit")
+               else f"{dc} {op}")  # an input's rounding is not the op's (hazards30 b93a9d81db: the title said "keep
+        # group_norm in float32", which loses as much; the message's fix, "pass x as float32", works)
+        return (f"Precision hazard: {who} loses the model's output ({float(d.get('loss', 0)):.2g} relative error "
+                f"against float32) under {policy_words(d)}; {d.get('fix') or 'keep it in float32'}")
     if finding.kind == Kind.MODEL_HAZARD:
         d = finding.details
         src = str((d.get("sources") or ["upstream tensor"])[0])

@@ -253,7 +253,12 @@ def _uncancelled(exact: np.ndarray, got: np.ndarray, floor: float) -> tuple[np.n
 
 
 def gradient_lost(exact: np.ndarray, got: np.ndarray, floor: float = 0.0) -> float:
-    """Relative RMS of the exact gradient that `got` loses (a backend's own, or a scaled one divided by its scale)."""
+    """Relative RMS of the exact gradient that `got` loses (a backend's own, or a scaled one divided by its scale);
+    inf where `got` is inf/NaN beside a finite exact gradient (hazards30 b466de186e: a scale of 32768 overflowed the
+    backward's seed, every scaled gradient NaN, and the finite ones left, none, were "0% lost")."""
+    exact, got = np.asarray(exact, np.float64), np.asarray(got, np.float64)
+    if exact.shape == got.shape and np.any(np.isfinite(exact) & ~np.isfinite(got)):
+        return float("inf")
     return _lost(*_uncancelled(exact, got, floor))[0]
 
 
@@ -331,7 +336,8 @@ def gradient_finding(executor: str, policy: Policy, graph: Graph, loss: Gradient
         fix = ("rescale the activations before this op (normalize or clip them): their square overflows even in "
                "float32, and no loss scale helps")
     else:
-        fix = "keep the backward's values in float32 (no loss scale up to 65536 gives it back)"
+        fix = (f"compute the ops between `{loss.wrt}` and the loss in float32, forward and backward (no loss scale up "
+               "to 65536 gives it back)")  # (hazards30 b466de186e: the forward had lost it already)
     why = (f"{loss.zeroed:.0%} of its non-zero elements underflow to 0 in an ideal {loss.dtype} backward"
            if loss.cause == "underflow" else loss.obstacle)
     message = (f"under {policy}, the gradient of `{loss.wrt}` loses {loss.lost:.0%} of its value{on} (relative RMS "

@@ -97,3 +97,16 @@ def test_regression_a_cast_is_titled_by_how_far_off_it_is_not_by_a_ratio_to_an_e
     text = title(f, ["tvm/default"])
     assert "astype returns values up to 1.5e+06 ULP off where the correctly rounded cast is exact" in text, text
     assert "e+43" not in text
+
+
+def test_regression_a_precision_hazard_of_an_inputs_rounding_is_titled_with_the_input_and_its_fix() -> None:
+    """hazards30 b93a9d81db: the float16 rounding of input x lost a group_norm's output; the title said "float16
+    group_norm ...; keep it in float32", which loses as much. It names the input and the message's fix."""
+    from oracles.bugs import title
+
+    f = Finding("model-hazard", "torch/eager", ["group_norm"], ["float16"], "precision", "m", kind="model-hazard",
+                details={"culprit": "x", "culprit_is_input": True, "fix": "pass `x` as float32", "loss": 0.27,
+                         "policy": "declared", "policy_words": "the declared dtypes"})
+    text = title(f)
+    assert text.startswith("Precision hazard: the float16 rounding of input `x` loses") and text.endswith(
+        "; pass `x` as float32"), text

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from fuzzer.check import Checker
 from fuzzer.interpret import evaluate
-from fuzzer.ir import case_from_json, input_values
+from fuzzer.ir import case_from_json, input_values, load_case
 from oracles.bugs import bug_key, title
 
 SHAPE = [4, 8]
@@ -371,3 +373,20 @@ def test_regression_a_gradient_no_scale_brings_into_float16_range_is_no_hazard()
     with ExecutorPool(["torch/eager", "torch/autocast"]) as pool:
         result = Checker(pool).check(case, ["torch/eager", "torch/autocast"])
     assert not [f for f in result.findings if f.error_class == "grad-underflow"], [f.message for f in result.findings]
+
+
+def test_regression_a_loss_scale_whose_gradients_come_back_non_finite_is_no_fix() -> None:
+    """hazards30 b466de186e: "scale the loss by 32768" for a float16 conv2d gradient, where 32768 times an upstream of
+    2.24 overflows the backward's seed: every scaled gradient NaN, and the finite ones left (none) counted "0% lost".
+    A non-finite scaled gradient beside a finite exact one is a failed scale; the fix then names the float32 path."""
+    from oracles.training_hazards import gradient_lost
+
+    assert gradient_lost(np.array([1e-4, 2e-4]), np.array([np.nan, 2e-4])) == float("inf")
+    case = load_case(Path(__file__).parent / "fixtures" / "fp16-conv-groupnorm-scale-overflows-seed-hazards30.json")
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    with ExecutorPool(["torch/eager"]) as pool:
+        found = [f for f in Checker(pool).check(case, ["torch/eager"]).findings if f.error_class == "grad-underflow"]
+    assert found and all(not f.details.get("scale") for f in found), [f.details for f in found]
+    assert all("in float32, forward and backward" in f.details["fix"] for f in found)
