@@ -193,6 +193,14 @@ KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("16-bit-sum", "triage8: 4 torch_xla and 4 TVM records of one 16-bit accumulator (see SUMMING)",
             lambda f, k, specific: _low_accuracy_bug(f, k) and bool(f.ops) and set(f.ops) <= SUMMING,
             {"ops": "16-bit-sum"}),
+    KeyRule("xla-16-bit-sum-backward", "triage30 b0a5795659, b521ee6a3d, bd86210ab6 (conv2d, group_norm, linear backward: "
+            "the bias's or beta's gradient summed over its broadcast axes) beside bdbc4ac54b (mean): torch_xla's one "
+            "16-bit reduce (HLO reduce with a bfloat16 add), forward or backward; triage29 b2d3b5a110 the same",
+            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch_xla"
+                                    and k.family == "backward-accuracy"
+                                    and k.dtypes in ("float16", "bfloat16", "float16/bfloat16")
+                                    and bool(f.details.get("broadcast_sum"))),
+            {"ops": "16-bit-sum", "family": "accuracy", "dtypes": "float16/bfloat16"}),
     KeyRule("tvm-training-mean", "triage13 b6d999e4ee: layer_norm NaN after DecomposeOpsForTraining is TVM's 16-bit "
             "R.mean (see TVM_TRAINING_MEAN); triage21 b69a2a07e4: the same from tvm/train, which runs the pass",
             lambda f, k, specific: (_low_accuracy_bug(f, k) and k.backend == "tvm" and bool(f.ops)

@@ -20,6 +20,10 @@ EXAMPLES: dict[str, tuple[Finding, bool | None, Finding]] = {
         Finding("dtype-divergence", "tvm/frontend", ["conv2d"], ["float16"], "dtype", "m")),
     "16-bit-sum": (_bound("xla/native", "sum", "bfloat16->bfloat16"), None,
                    _bound("xla/native", "adaptive_avg_pool2d", "float16->float16")),
+    "xla-16-bit-sum-backward": (
+        Finding("error-bound", "xla/native", ["conv2d"], ["bfloat16,bfloat16,bfloat16->bfloat16"], "grad-bound", "m",
+                details={"grad": "b", "broadcast_sum": True, "operand": "b"}), None,
+        _bound("xla/native", "mean", "float16->float16")),
     "tvm-training-mean": (_bound("tvm/train", "layer_norm", "float16->float16"), True,
                           _bound("tvm/default", "mean", "float16->float16")),
     "mixed-16-bit": (_bound("xla/native", "add", "float16,bfloat16->float32"), None,
