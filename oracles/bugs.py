@@ -18,7 +18,7 @@ cause and drops what does not:
   are one class for accuracy and wrong dtypes, where one cause shows in both; `*` for crashes, hangs and
   compile errors, whose message names the cause; for torch_xla's batch-norm-training accuracy, whose one-pass
   variance fails in every float dtype), or the pair that met at a
-  mixed-dtype op for a model hazard (`float16+bfloat16`); `mixed` for a silent downcast (a backend that does
+  mixed-dtype op for a model hazard (activation > parameters: `float16>bfloat16`); `mixed` for a silent downcast (a backend that does
   not check its operands' dtypes does so for every pair);
 - variant: for TVM, the pipeline when only that pipeline's passes show it (`decompose`), or `pass:<Name>` for
   a pass sequence's finding that names the pass whose removal makes it disappear; `*` when the default
@@ -95,6 +95,9 @@ def dtype_class(finding: Finding) -> str:
     if finding.kind == Kind.BACKEND_BUG and finding.oracle not in (Oracle.ERROR_BOUND, Oracle.EFFECTIVE_PRECISION, Oracle.DTYPE_DIVERGENCE,
                                                                 Kind.MODEL_HAZARD):
         return "*"  # a crash, hang or compile error: the message names it, the dtypes it met do not split it
+    if finding.oracle == Oracle.MODEL_HAZARD and finding.error_class == ErrorClass.RAISED:
+        return ">".join(names[:2]) or "-"  # activation > parameters: the fix casts one way (sample30 #1: a float16
+        # activation beside float32 parameters filed in the float32-beside-float16 record, whose fix casts down)
     if finding.oracle == Oracle.MODEL_HAZARD:
         return "+".join(sorted(set(names[:2]))) or "-"
     if error_family(finding) in ("shape", "masked-rows"):

@@ -114,3 +114,13 @@ def test_regression_a_precision_hazard_of_an_inputs_rounding_is_titled_with_the_
     text = title(f)
     assert text.startswith("Precision hazard: the float16 rounding of input `x` loses") and text.endswith(
         "; pass `x` as float32"), text
+
+
+def test_regression_model_hazards_of_opposite_directions_are_two_records() -> None:
+    """sample30 #1: conv2d's float16 activation beside float32 parameters (fix: x.to(float32)) was filed in the record
+    of a float32 activation beside float16 parameters (fix: cast down)."""
+    def hazard(act: str, param: str) -> Finding:
+        return Finding("model-hazard", "torch/eager", ["conv2d"], [act, param], "raised", "m", kind="model-hazard")
+
+    assert bug_key(hazard("float16", "float32")) != bug_key(hazard("float32", "float16"))
+    assert bug_key(hazard("float16", "float32")) == bug_key(hazard("float16", "float32"))
