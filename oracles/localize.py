@@ -19,10 +19,10 @@ from fuzzer.outcome import Outcome
 
 from . import cast_semantics, semantics
 from .bounds import error_stats
-from .error_bounds import at_fault, node_signature
+from .error_bounds import MARGIN, at_fault, node_signature
 from .errors import classify_error, message_key
 from .findings import Finding
-from .nodes import LIFTABLE, judge_nodes, lifted, node_stats, rounded_inputs
+from .nodes import LIFTABLE, judge_nodes, lifted, node_graph, node_stats, rounded_inputs
 from .precision import device_narrower
 from .subjects import Subject
 from .vocabulary import ErrorClass, Kind, Oracle
@@ -51,6 +51,32 @@ def probe(s: Subject, inputs: Values, run: Run, k: int = -1) -> Probe | None:
     return dict(zip(names, outcome.outputs)), device, dict(zip(names, outcome.dtypes or []))
 
 LIFTS = (1.0, 2.0, 4.0, 8.0, 16.0)  # multiples of the smallest normal tried, the first whose results are normal
+
+
+def wrong_when_widened(run: Run, graph: Graph, node: str, values: Values, dtype: str) -> bool:
+    """True when the op, run alone on its operands' `values` (the backend's own) with every float operand already in
+    the promoted `dtype` (no mixed dtypes left to narrow), still misses its bound: its error is the op's own, not a
+    downcast (sample30 #20: torch_xla's group_norm of a float64 activation with bfloat16 parameters computes in
+    float64, and its NaN is the one-pass variance)."""
+    if dtype not in FLOAT_FORMATS:
+        return False
+    sub = node_graph(graph, node)
+    wide = Graph(tuple(replace(i, dtype=dtype) if i.kind == "tensor" and i.dtype in FLOAT_FORMATS else i
+                       for i in sub.inputs), sub.nodes, sub.outputs)
+    try:
+        infer(wide)
+    except IRError:
+        return False
+    operands = {i.name: values[i.name] for i in wide.inputs if i.name in values}
+    if len(operands) != len(wide.inputs):
+        return False
+    out = run(wide, operands)
+    if not out.ok or not out.outputs:
+        return False
+    exact = np.asarray(evaluate(wide, operands, rounded=False)[node], dtype=np.float64)
+    st = node_stats(wide.node(node).op, np.asarray(out.outputs[0], dtype=np.float64), exact,
+                    ideal_values(wide, operands)[node], dtype)
+    return bool(st.nonfinite_mismatch or st.ratio >= MARGIN)
 
 
 def fails_above_subnormals(run: Run, v: Any, dtype: str) -> bool:
@@ -134,6 +160,9 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
     brk = s.typed().chain_breaks().get(node) if node not in s.bridged and not v.underflow else None
+    if brk is not None and narrow is None and wrong_when_widened(
+            run, s.numeric, node, {**rounded_inputs(s.numeric, inputs), **observed}, declared):
+        brk = None  # as wrong with no mixed dtypes: the op's own error, judged as such below
     # (an error that flushing subnormals to zero explains is that, not a narrowed operand: triage23's conv3d of 1e-40)
     if brk is not None:  # mixed operand dtypes PyTorch rejects, numbers out of bound: ARCHITECTURE.md's silent downcast (a
         # correct promotion would be within bound), said as such, not as an accuracy claim (triage14 bf46a13882:

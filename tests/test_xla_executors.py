@@ -431,3 +431,15 @@ def test_model_to_float16_on_xla_is_a_policy_of_its_own_judged_like_bf16_model(t
     out = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PJRT_DEVICE": "CPU"})
     assert out.returncode == 1, out.stdout + out.stderr
+
+
+def test_regression_an_op_as_wrong_with_its_operands_widened_is_no_silent_downcast() -> None:
+    """sample30 #20: torch_xla ran a group_norm of a float64 activation with bfloat16 parameters (PyTorch raises) and
+    returned float64 with NaN: filed as a silent downcast, though it computes in float64 and is as wrong with float64
+    parameters (its one-pass variance). An op as wrong with every operand in the promoted dtype is its own error."""
+    case = load_case(Path(__file__).parent / "fixtures" / "xla-group-norm-float64-bf16-params-not-a-downcast-sample30.json")
+    with ExecutorPool(["torch/eager", "xla/bf16-model"], timeout=300.0) as pool:
+        found = Checker(pool).check(case, ["torch/eager", "xla/bf16-model"]).findings
+    mine = [f for f in found if f.executor == "xla/bf16-model"]
+    assert mine and not [f for f in mine if f.oracle == "silent-downcast"], [f.signature for f in mine]
+    assert [f.ops for f in mine if f.oracle == "error-bound"] == [["group_norm"]]
