@@ -204,6 +204,14 @@ KEY_RULES: tuple[KeyRule, ...] = (
                                     and k.dtypes in ("float16", "bfloat16", "float16/bfloat16")
                                     and bool(f.details.get("broadcast_sum"))),
             {"ops": "16-bit-sum", "family": "accuracy", "dtypes": "float16/bfloat16"}),
+    KeyRule("torch-16-bit-sum-backward", "triage30 be85b7cb69 / be80d1a267 (float16 beta, bfloat16 gamma): PyTorch's CPU "
+            "layer_norm backward sums the gamma and beta gradients in a scratch buffer of x's 16-bit dtype: one "
+            "record across the 16-bit dtypes",
+            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch"
+                                    and k.family == "backward-accuracy"
+                                    and k.dtypes in ("float16", "bfloat16", "float16/bfloat16")
+                                    and bool(f.details.get("broadcast_sum"))),
+            {"dtypes": "float16/bfloat16"}),
     KeyRule("tvm-training-mean", "triage13 b6d999e4ee: layer_norm NaN after DecomposeOpsForTraining is TVM's 16-bit "
             "R.mean (see TVM_TRAINING_MEAN); triage21 b69a2a07e4: the same from tvm/train, which runs the pass",
             lambda f, k, specific: (_low_accuracy_bug(f, k) and k.backend == "tvm" and bool(f.ops)

@@ -24,6 +24,11 @@ EXAMPLES: dict[str, tuple[Finding, bool | None, Finding]] = {
         Finding("error-bound", "xla/native", ["conv2d"], ["bfloat16,bfloat16,bfloat16->bfloat16"], "grad-bound", "m",
                 details={"grad": "b", "broadcast_sum": True, "operand": "b"}), None,
         _bound("xla/native", "mean", "float16->float16")),
+    "torch-16-bit-sum-backward": (
+        Finding("error-bound", "torch/eager", ["layer_norm"], ["float16,float16,float16->float16"], "grad-bound", "m",
+                details={"grad": "beta", "broadcast_sum": True, "operand": "beta"}), None,
+        Finding("error-bound", "torch/eager", ["layer_norm"], ["bfloat16,bfloat16,bfloat16->bfloat16"], "grad-bound",
+                "m", details={"grad": "gamma", "broadcast_sum": True, "operand": "gamma"})),
     "tvm-training-mean": (_bound("tvm/train", "layer_norm", "float16->float16"), True,
                           _bound("tvm/default", "mean", "float16->float16")),
     "mixed-16-bit": (_bound("xla/native", "add", "float16,bfloat16->float32"), None,
