@@ -187,6 +187,12 @@ def _low_accuracy_bug(f: Finding, k: KeyParts) -> bool:
     return f.kind == Kind.BACKEND_BUG and k.family == "accuracy" and k.dtypes == "float16/bfloat16"
 
 
+def _low_broadcast_sum_gradient(f: Finding, k: KeyParts) -> bool:
+    """A backend bug of a 16-bit gradient summed over its operand's broadcast axes (a bias's, a norm weight's)."""
+    return (f.kind == Kind.BACKEND_BUG and k.family == "backward-accuracy"
+            and k.dtypes in ("float16", "bfloat16", "float16/bfloat16") and bool(f.details.get("broadcast_sum")))
+
+
 # In order: each rule sees the parts the rules before it set.
 KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("importer-dtype-policy", "triage13: from_exported_program keeping float32 after linear, conv, ...: one "
@@ -199,18 +205,12 @@ KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("xla-16-bit-sum-backward", "triage30 b0a5795659, b521ee6a3d, bd86210ab6 (conv2d, group_norm, linear backward: "
             "the bias's or beta's gradient summed over its broadcast axes) beside bdbc4ac54b (mean): torch_xla's one "
             "16-bit reduce (HLO reduce with a bfloat16 add), forward or backward; triage29 b2d3b5a110 the same",
-            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch_xla"
-                                    and k.family == "backward-accuracy"
-                                    and k.dtypes in ("float16", "bfloat16", "float16/bfloat16")
-                                    and bool(f.details.get("broadcast_sum"))),
+            lambda f, k, specific: k.backend == "torch_xla" and _low_broadcast_sum_gradient(f, k),
             {"ops": "16-bit-sum", "family": "accuracy", "dtypes": "float16/bfloat16"}),
     KeyRule("torch-16-bit-sum-backward", "triage30 be85b7cb69 / be80d1a267 (float16 beta, bfloat16 gamma): PyTorch's CPU "
             "layer_norm backward sums the gamma and beta gradients in a scratch buffer of x's 16-bit dtype: one "
             "record across the 16-bit dtypes",
-            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "torch"
-                                    and k.family == "backward-accuracy"
-                                    and k.dtypes in ("float16", "bfloat16", "float16/bfloat16")
-                                    and bool(f.details.get("broadcast_sum"))),
+            lambda f, k, specific: k.backend == "torch" and _low_broadcast_sum_gradient(f, k),
             {"dtypes": "float16/bfloat16"}),
     KeyRule("tvm-training-mean", "triage13 b6d999e4ee: layer_norm NaN after DecomposeOpsForTraining is TVM's 16-bit "
             "R.mean (see TVM_TRAINING_MEAN); triage21 b69a2a07e4: the same from tvm/train, which runs the pass",
