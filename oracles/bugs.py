@@ -428,6 +428,9 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         bad = "inf/nan" if finding.error_class == ErrorClass.NONFINITE else (
             f"values up to {finding.max_ulp:.3g} ULP off" if finding.max_ulp is not None else "other values")
         return f"[{backend}] {dc} astype returns {bad} where the correctly rounded cast is exact{scope}{where}"
+    if fam == "accuracy" and finding.details.get("update_dropped"):
+        return (f"[{backend}] {dc} {op} leaves {float(finding.details['update_dropped']):.0%} of the parameters it "
+                f"should move unchanged (the update is lost){scope}{where}")
     if fam == "accuracy" and finding.details.get("garbage"):
         return f"[{backend}] {dc} {op} returns garbage (changes between runs){scope}{where}"
     if fam == "accuracy" and finding.details.get("worst_nonfinite") and finding.error_class != ErrorClass.NONFINITE:

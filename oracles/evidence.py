@@ -43,6 +43,7 @@ class LocalizedEvidence(TypedDict, total=False):
     masked_rows: int
     seen_at: str
     raised_at: str
+    update_dropped: float  # an optimizer step leaving this share of the parameters it should move unchanged
     cause_in: str  # the backend the cause lives in, where it is not the executor's (a bug key reads it)
 
 

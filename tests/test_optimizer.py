@@ -390,3 +390,16 @@ def test_regression_a_loss_scale_whose_gradients_come_back_non_finite_is_no_fix(
         found = [f for f in Checker(pool).check(case, ["torch/eager"]).findings if f.error_class == "grad-underflow"]
     assert found and all(not f.details.get("scale") for f in found), [f.details for f in found]
     assert all("in float32, forward and backward" in f.details["fix"] for f in found)
+
+
+def test_regression_an_optimizer_step_that_moves_nothing_is_titled_as_a_lost_update() -> None:
+    """triage30 b04c1a9e27: TVM's bfloat16 Adam (0.999 rounds to 1 in bfloat16, the bias correction is 0) leaves
+    every parameter where it was; the record said "27.4x less accurate". It says the update is lost."""
+    from fuzzer.isolation import ExecutorPool
+
+    case = load_case(Path(__file__).parent / "fixtures" / "tvm-bf16-adam-update-lost-b04c1a9e27-triage30.json")
+    with ExecutorPool(["torch/eager", "tvm/default"], timeout=300.0) as pool:
+        found = [f for f in Checker(pool).check(case, ["torch/eager", "tvm/default"]).findings
+                 if f.executor == "tvm/default"]
+    assert found and found[0].details.get("update_dropped") == 1.0, [f.message for f in found]
+    assert "adam_step leaves 100% of the parameters it should move unchanged (the update is lost)" in title(found[0])
