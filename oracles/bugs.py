@@ -53,8 +53,9 @@ TVM_TRAINING_MEAN = tagged(OPS, "relax-training-mean")
 EXPOSES_SUMS = ("decompose", "pass:DecomposeOpsForTraining", "train")  # tvm/train runs the pass before Gradient
 # (triage21 b69a2a07e4: its float16 layer_norm, filed apart from the same 16-bit mean after the pass)
 CAST_SEMANTICS = ErrorClass.DTYPE_SEMANTICS.value  # oracles.cast_semantics
-# TVM converts float8 with one routine (FpToFp, the FP8 legalize on LLVM): an encode that wraps past the range, a
-# decode of zero or NaN codes, and a scaled_mm whose lowering decodes with it are one cause (triage11: 3 records)
+# TVM converts float8 in one legalization (FpToFp on LLVM) with two defects: an encode that wraps past the range, and
+# a decode of zero, subnormal and NaN codes, which a scaled_mm's lowering uses too (triage11: 3 records; sample30:
+# one record per direction)
 TVM_FP8_CONVERTING = frozenset({"astype"}) | tagged(OPS, "relax-fp8-astype")
 TVM_ONE_PASS_VARIANCE = tagged(OPS, "relax-one-pass-variance")
 TVM_ONE_FORMULA = tagged(OPS, "relax-one-formula")
@@ -193,6 +194,18 @@ def _low_broadcast_sum_gradient(f: Finding, k: KeyParts) -> bool:
             and k.dtypes in ("float16", "bfloat16", "float16/bfloat16") and bool(f.details.get("broadcast_sum")))
 
 
+def _tvm_float8(f: Finding, k: KeyParts) -> bool:
+    """A TVM backend bug of a float8 conversion (accuracy or dtype semantics)."""
+    return (f.kind == Kind.BACKEND_BUG and k.backend == "tvm" and k.dtypes == "float8"
+            and k.family in ("accuracy", CAST_SEMANTICS) and bool(f.ops) and set(f.ops) <= TVM_FP8_CONVERTING)
+
+
+def _encodes_float8(f: Finding) -> bool:
+    """True when the finding's result is a float8 (a cast to it), not a float8 read into a wider dtype."""
+    out = " ".join(f.dtypes).rsplit("->", 1)[-1]
+    return any(d in out for d in FP8)
+
+
 # In order: each rule sees the parts the rules before it set.
 KEY_RULES: tuple[KeyRule, ...] = (
     KeyRule("importer-dtype-policy", "triage13: from_exported_program keeping float32 after linear, conv, ...: one "
@@ -221,12 +234,15 @@ KEY_RULES: tuple[KeyRule, ...] = (
             "(see mixed_16_bit)",
             lambda f, k, specific: f.kind == Kind.BACKEND_BUG and k.family == "accuracy" and mixed_16_bit(f),
             {"ops": "mixed-16-bit"}),
-    KeyRule("tvm-float8-conversion", "triage11: 3 records of TVM's one float8 conversion routine (see "
-            "TVM_FP8_CONVERTING)",
-            lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "tvm" and k.dtypes == "float8"
-                                    and k.family in ("accuracy", CAST_SEMANTICS) and bool(f.ops)
-                                    and set(f.ops) <= TVM_FP8_CONVERTING),
-            {"ops": "float8-conversion", "family": "accuracy"}),
+    KeyRule("tvm-float8-decode", "triage11: 3 records of TVM's float8 conversion (see TVM_FP8_CONVERTING); sample30 #2, "
+            "#23: decoding (float8 -> wider: 0 read as 0.0078125, exponent-0 codes) and encoding (wrapping past the "
+            "range) are two defects, one record each",
+            lambda f, k, specific: _tvm_float8(f, k) and not _encodes_float8(f),
+            {"ops": "float8-decode", "family": "accuracy"}),
+    KeyRule("tvm-float8-encode", "sample30 #2, #23: TVM's cast to float8 wraps past the range into the sign bit (500 ->"
+            " -0) and flushes subnormals, in accuracy and dtype-semantics findings alike",
+            lambda f, k, specific: _tvm_float8(f, k) and _encodes_float8(f),
+            {"ops": "float8-encode", "family": "accuracy"}),
     KeyRule("missing-dtype-check", "triage7: operands of mixed dtypes run where PyTorch checks them: one missing "
             "check, every op it lowers",
             lambda f, k, specific: f.oracle == Oracle.SILENT_DOWNCAST, {"ops": "*"}),

@@ -33,9 +33,12 @@ EXAMPLES: dict[str, tuple[Finding, bool | None, Finding]] = {
                           _bound("tvm/default", "mean", "float16->float16")),
     "mixed-16-bit": (_bound("xla/native", "add", "float16,bfloat16->float32"), None,
                      _bound("xla/native", "div", "bfloat16,float16->float32")),
-    "tvm-float8-conversion": (_bound("tvm/default", "astype", "float8_e5m2->bfloat16"), None,
-                              Finding("error-bound", "tvm/default", ["astype"], ["float32->float8_e4m3fn"],
-                                      "dtype-semantics", "m")),
+    "tvm-float8-decode": (_bound("tvm/default", "astype", "float8_e5m2->bfloat16"), None,
+                          Finding("error-bound", "tvm/default", ["astype"], ["float8_e4m3fn->float32"],
+                                  "dtype-semantics", "m")),
+    "tvm-float8-encode": (_bound("tvm/default", "astype", "bfloat16->float8_e4m3fn"), None,
+                          Finding("error-bound", "tvm/default", ["astype"], ["float32->float8_e4m3fn"],
+                                  "dtype-semantics", "m")),
     "missing-dtype-check": (
         Finding("silent-downcast", "xla/bf16-model", ["linear"], ["float16,bfloat16,bfloat16"], "downcast", "m"), None,
         Finding("silent-downcast", "xla/bf16-model", ["conv2d"], ["float16,bfloat16,bfloat16"], "downcast", "m")),
@@ -129,3 +132,11 @@ def test_regression_model_hazards_of_opposite_directions_are_two_records() -> No
 
     assert bug_key(hazard("float16", "float32")) != bug_key(hazard("float32", "float16"))
     assert bug_key(hazard("float16", "float32")) == bug_key(hazard("float16", "float32"))
+
+
+def test_regression_tvms_float8_encode_and_decode_are_two_records() -> None:
+    """sample30 #2, #23: TVM's bfloat16 -> float8 cast wrapping past the range was filed in the record of float8 ->
+    float32 reading 0 as 0.0078125 (b1e2721d62): two defects of one conversion code, two records."""
+    encode = Finding("error-bound", "tvm/default", ["astype"], ["bfloat16->float8_e4m3fn"], "dtype-semantics", "m")
+    decode = _bound("tvm/default", "astype", "float8_e4m3fn->float32")
+    assert bug_key(encode) != bug_key(decode)
