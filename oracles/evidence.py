@@ -14,6 +14,8 @@ from typing import Any, Sequence, TypedDict, Union, get_args, get_origin, get_ty
 
 import numpy as np
 
+from fuzzer.policy import Policy
+
 
 class BoundEvidence(TypedDict, total=False):
     """oracles.error_bounds: the worst element of the worst output."""
@@ -116,6 +118,12 @@ class Evidence(BoundEvidence, LocalizedEvidence, SemanticEvidence, HazardEvidenc
 
 
 KEYS: dict[str, Any] = get_type_hints(Evidence)
+
+
+def policy_evidence(policy: Policy) -> HazardEvidence:
+    """A hazard's policy as its evidence carries it: the label records key on, the words titles read
+    (fuzzer.policy.Policy)."""
+    return HazardEvidence(policy=policy.label, policy_words=policy.words)
 
 
 class EvidenceError(ValueError):

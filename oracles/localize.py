@@ -146,6 +146,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     if seen is None:
         return replace(finding, details={**finding.details, "localized": False})
     observed, device, _ = seen
+    env = {**rounded_inputs(s.numeric, inputs), **observed}  # every value as the backend has it
     verdicts = judge_nodes(s.numeric, inputs, observed, device, s.approximate)
     node = at_fault([(v.node, v.stats) for v in verdicts], nonfinite=finding.error_class == ErrorClass.NONFINITE,
                     flushed={v.node for v in verdicts if v.underflow})
@@ -160,8 +161,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
     details = {**finding.details, "localized": True, "excess_precision": v.excess, "output_ratio": finding.ratio,
                "max_abs": v.stats.max_abs, "worst_index": v.stats.worst_index}
     brk = s.typed().chain_breaks().get(node) if node not in s.bridged and not v.underflow else None
-    if brk is not None and narrow is None and wrong_when_widened(
-            run, s.numeric, node, {**rounded_inputs(s.numeric, inputs), **observed}, declared):
+    if brk is not None and narrow is None and wrong_when_widened(run, s.numeric, node, env, declared):
         brk = None  # as wrong with no mixed dtypes: the op's own error, judged as such below
     # (an error that flushing subnormals to zero explains is that, not a narrowed operand: triage23's conv3d of 1e-40)
     if brk is not None:  # mixed operand dtypes PyTorch rejects, numbers out of bound: ARCHITECTURE.md's silent downcast (a
@@ -222,7 +222,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                        max_ulp=st.max_ulp, details={**details, "masked_rows": int(np.count_nonzero(masked))},
                        message=f"{node} ({ops[0]}, {dtypes[0]}): {int(np.count_nonzero(masked))} fully masked row(s) "
                                "give NaN where PyTorch's attention returns 0 (its safe softmax, since 2.5)")
-    decode = fp8_decode(s.numeric, typed, node, {**rounded_inputs(s.numeric, inputs), **observed}, run)
+    decode = fp8_decode(s.numeric, typed, node, env, run)
     if decode is not None:  # the op's float8 operand is read wrong before any arithmetic (triage27 b1e2721d62: TVM's
         # float8 -> float32 conversion turns 0 into 0.0078125; scaled_mm, which lowers to it, was named)
         operand, fmt, got, want = decode
@@ -256,7 +256,7 @@ def bound(finding: Finding, s: Subject, inputs: Values, run: Run, notes: list[st
                if v.excess else "on its own operands")
         msg = (f"{node} ({ops[0]}, {dtypes[0]}): max error {st.max_abs:.4g} ({st.max_ulp:.1f} ULP) is "
                f"{st.ratio:.3g}x the allowed error, {own}")
-        dropped = update_dropped(s.numeric, node, {**rounded_inputs(s.numeric, inputs), **observed})
+        dropped = update_dropped(s.numeric, node, env)
         if dropped is not None:  # an optimizer step that leaves parameters where they were: say so, not a ratio
             msg += f"; it leaves {dropped:.0%} of the parameters its exact step moves unchanged (the update is lost)"
             details = {**details, "update_dropped": dropped}

@@ -21,6 +21,7 @@ from fuzzer.ir import Graph, Node, infer, op_attrs
 from fuzzer.ops import OPS, is_cast, tagged
 from fuzzer.policy import Policy
 
+from .evidence import policy_evidence
 from .findings import Finding
 from .vocabulary import ErrorClass, Kind, Oracle
 
@@ -252,6 +253,6 @@ def finding(executor: str, policy: Policy, graph: Graph, lost: PrecisionLoss, in
                f"float32 model) with every op within its bound: {where}; fix: {fix}")
     return Finding(Oracle.MODEL_HAZARD, executor, [start_op], [lost.dtype], ErrorClass.PRECISION, message, kind=Kind.MODEL_HAZARD,
                    ratio=lost.loss / PRECISION_LOSS, input_set=input_set, output=lost.output, node=start,
-                   details={"policy": policy.label, "policy_words": policy.words, "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
+                   details={**policy_evidence(policy), "loss": lost.loss, "with_fix": lost.with_fix, "culprit": lost.culprit,
                             "start": start,
                             "culprit_is_input": lost.culprit_is_input, "fix": fix})

@@ -30,6 +30,7 @@ from fuzzer.outcome import HARNESS_LIMIT, Outcome, first_line
 from fuzzer.policy import DECLARED, Policy
 
 from .errors import classify_error, message_key
+from .evidence import policy_evidence
 from .findings import Finding
 from .subjects import Subject
 from .vocabulary import ErrorClass, Kind, Oracle, Reaction
@@ -185,7 +186,7 @@ def _hazards(graph: Graph, subjects: list[Subject], eager: Mapping[str, list[Out
             found.append(Finding(
                 Oracle.MODEL_HAZARD, s.name, [op], [brk.activation_dtype, brk.param_dtype], ErrorClass.RAISED, msg,
                 kind=Kind.MODEL_HAZARD, against=EAGER, input_set=k, node=node_id,
-                details={"policy": s.label.label, "policy_words": s.label.words, "culprits": culprits, "sources": sources,
+                details={**policy_evidence(s.label), "culprits": culprits, "sources": sources,
                          "promoted_at": list(trace.promoted_at) if trace else [], "fix": fix,
                          "reactions": reactions, "error": first_line(raised.message, 400),
                          **({} if roles else {"operands_only": True})}))
@@ -215,7 +216,7 @@ def _by_role(graph: Graph, typed: TypedGraph, node_id: str,
     return swapped, trace_promotion(graph, typed, str(node.inputs[other]), swapped.activation_dtype), True
 
 
-def brk_dtypes(brk: Any) -> tuple[str, str]:
+def brk_dtypes(brk: ChainBreak) -> tuple[str, str]:
     """A chain break's (activation, parameter) dtypes."""
     return brk.activation_dtype, brk.param_dtype
 

@@ -29,6 +29,7 @@ from fuzzer.ir import Graph, infer, op_attrs
 from fuzzer.ops import OPS
 from fuzzer.policy import Policy
 
+from .evidence import policy_evidence
 from .findings import Finding
 from .vocabulary import ErrorClass, Kind, Oracle
 
@@ -135,7 +136,7 @@ def finding(executor: str, policy: Policy, graph: Graph, loss: UpdateLoss, input
     ratio = loss.lost / UPDATE_LOSS if np.isfinite(loss.lost) else float("inf")
     return Finding(Oracle.MODEL_HAZARD, executor, [loss.op], [loss.dtype], loss.kind, message, kind=Kind.MODEL_HAZARD,
                    ratio=ratio, input_set=input_set, output=loss.node, node=loss.node,
-                   details={"policy": policy.label, "policy_words": policy.words, "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
+                   details={**policy_evidence(policy), "loss": loss.lost, "frozen": loss.frozen, "nonfinite": loss.nonfinite,
                             "fix": loss.fix, "cause": loss.cause})
 
 
@@ -345,6 +346,6 @@ def gradient_finding(executor: str, policy: Policy, graph: Graph, loss: Gradient
     error_class = ErrorClass.GRAD_OVERFLOW if loss.cause == "overflow" else ErrorClass.GRAD_UNDERFLOW
     return Finding(Oracle.MODEL_HAZARD, executor, [op], [loss.dtype], error_class, message, kind=Kind.MODEL_HAZARD,
                    ratio=loss.lost / GRAD_LOSS, input_set=input_set, output=loss.wrt, node=loss.wrt,
-                   details={"policy": policy.label, "policy_words": policy.words, "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
+                   details={**policy_evidence(policy), "loss": loss.lost, "zeroed": loss.zeroed, "scale": loss.scale,
                             "with_scale": loss.with_scale, "fix": fix, "gradient": loss.wrt, "cause": loss.cause,
                             "checked_on": loss.checked_on})

@@ -27,7 +27,6 @@ from .verdict import (
     module_is_bf16,
 )
 
-LEGACY = LEGACY_XLA_USE_BF16.label
 
 
 def premigration(graph: Graph) -> Graph:
@@ -61,7 +60,7 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
     """
     exs = checker.pool.executors
     pre = premigration(case.graph)
-    legacy = [n for n in names if exs[n].policy == LEGACY and pre != case.graph]
+    legacy = [n for n in names if exs[n].precision == LEGACY_XLA_USE_BF16 and pre != case.graph]
     floats_in = any(i.role == "input" and is_float(i.dtype) for i in case.graph.inputs)
     if moved is not None and not floats_in:  # nothing for a caller to cast: the moved module is the whole answer
         names = [n for n in names if exs[n].precision.moves_module_to != "bfloat16"]
@@ -69,7 +68,7 @@ def run_checks(case: Case, checker: Checker, names: list[str], log: Callable[[st
     main = scenario("", checker.check(case, [n for n in names if n not in legacy]), checker)
     if moved is not None:
         baked = [f for f in main.result.findings if f.kind == Kind.MODEL_HAZARD and f.error_class == ErrorClass.RAISED
-                 and getattr(main.policies.get(f.executor), "moves_module_to", None) == "bfloat16" and not hazard_of(f, main, {}, False).caller_cast]
+                 and main.policies.get(f.executor, DECLARED).moves_module_to == "bfloat16" and not hazard_of(f, main, {}, False).caller_cast]
         if baked:
             main.result.findings = [f for f in main.result.findings if f not in baked]
             main.result.notes.append(f"{len(baked)} hazard(s) of the float32 capture under model.to(bfloat16) left out: "
