@@ -269,9 +269,11 @@ KEY_RULES: tuple[KeyRule, ...] = (
             {"ops": "one-pass-variance", "dtypes": "*"}),
     KeyRule("tvm-one-formula", "triage29 b2ecdbde0c / b77d880499 (tanh's cancelling formula, float32 and float16), "
             "b8948f55ce / b2ec291c20 (nn.attention's causal mask as 0, float32 and float16): TVM lowers these ops by "
-            "one formula in every dtype (see TVM_ONE_FORMULA)",
+            "one formula in every dtype (see TVM_ONE_FORMULA); triage30 b1ca6657d9: a 16-bit finding right when the op "
+            "runs alone in float32 is that dtype's own (fp16 scores inside attention), not the formula's",
             lambda f, k, specific: (f.kind == Kind.BACKEND_BUG and k.backend == "tvm" and k.family == "accuracy"
-                                    and bool(f.ops) and set(f.ops) <= TVM_ONE_FORMULA),
+                                    and bool(f.ops) and set(f.ops) <= TVM_ONE_FORMULA
+                                    and f.details.get("wrong_in_float32", True)),
             {"dtypes": "*"}),
     KeyRule("torch-autocast-scaled-mm", "triage29 b150d2acc4 / b3d664bf7c: without AMX, torch._scaled_mm on the CPU "
             "runs _scaled_mm_out_cpu_emulated, whose inner at::matmul CPU autocast casts to bfloat16: one record "

@@ -47,6 +47,7 @@ class LocalizedEvidence(TypedDict, total=False):
     raised_at: str
     update_dropped: float  # an optimizer step leaving this share of the parameters it should move unchanged
     cause_in: str  # the backend the cause lives in, where it is not the executor's (a bug key reads it)
+    wrong_in_float32: bool  # a 16-bit op of one formula in every dtype is as wrong run alone in float32
 
 
 class SemanticEvidence(TypedDict, total=False):

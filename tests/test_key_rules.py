@@ -98,6 +98,9 @@ def test_regression_a_record_of_every_dtype_does_not_title_one() -> None:
     text = title(_bound("tvm/default", "tanh", "float16->float16"), ["tvm/default"])
     assert "float16" not in text and "(any dtype) tanh" in text, text
     assert "float16 sum" in title(_bound("tvm/default", "sum", "float16->float16"))
+    own = _bound("tvm/default", "tanh", "float16->float16", wrong_in_float32=False)  # triage30 b1ca6657d9: right in
+    assert bug_key(own) != bug_key(_bound("tvm/default", "tanh", "float32->float32"))  # float32, the float16 record
+    assert "float16 tanh" in title(own, ["tvm/default"])
 
 
 def test_regression_a_cast_is_titled_by_how_far_off_it_is_not_by_a_ratio_to_an_exact_bound() -> None:

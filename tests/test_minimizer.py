@@ -637,3 +637,36 @@ def test_regression_rehead_at_a_0_dim_value_makes_a_valid_loss() -> None:
     case = Case(Graph(g.inputs, nodes, ("loss", "e")), start.input_sets)
     at_m = by_label(rehead, case, "loss head at m (mean)")
     assert valid(at_m) and at_m.graph.nodes[-1].op == "mul" and at_m.graph.wrt == ("x", "w", "g")
+
+
+def test_regression_a_crash_of_one_error_class_may_widen_to_float32() -> None:
+    """sample30 ba89e10fb7: TVM's rms_norm over every axis fails to compile in float32 too, but the minimizer kept
+    bfloat16 (a localized status divergence matched its dtypes exactly) and the record was titled bfloat16. A status
+    divergence with the same error message class matches in other dtypes; another error class does not."""
+    def raises(dtype: str, key: str) -> Finding:
+        return Finding("status-divergence", "tvm/default", ["rms_norm"], [dtype], "compiler-error", "m",
+                       details={"error_key": key})
+
+    graph = Graph((Input("x", (2, 3), "bfloat16"),), (Node("y", "rms_norm", ("x",), {"normalized_shape": [2, 3]}),),
+                  ("y",))
+    target = Target.of(raises("bfloat16", "shape size indices size"), graph)
+    assert target.matches(raises("float32", "shape size indices size"))
+    assert not target.matches(raises("float32", "another message"))
+    bound = Target.of(Finding("error-bound", "tvm/default", ["rms_norm"], ["bfloat16->bfloat16"], "bound", "m"), graph)
+    assert not bound.matches(Finding("error-bound", "tvm/default", ["rms_norm"], ["float32->float32"], "bound", "m"))
+
+
+@pytest.mark.slow
+def test_regression_tvms_rms_norm_crash_minimizes_to_float32() -> None:
+    """sample30 ba89e10fb7, end to end: the bfloat16 crash minimizes to float32 and its title names no dtype."""
+    from oracles.bugs import title
+
+    case = Case(Graph((Input("x", (2, 3), "bfloat16", init={"dist": "normal", "seed": 1}),),
+                      (Node("y", "rms_norm", ("x",), {"normalized_shape": [2, 3]}),), ("y",)))
+    with ExecutorPool(["torch/eager", "tvm/default"], timeout=120.0) as pool:
+        checker = Checker(pool)
+        (finding,) = [f for f in checker.check(case, ["torch/eager", "tvm/default"]).findings
+                      if f.executor == "tvm/default"]
+        result = minimize(case, finding, checker, budget_s=120.0)
+    assert result.case.graph.inputs[0].dtype == "float32", result.case.graph
+    assert "bfloat16" not in title(result.finding), title(result.finding)

@@ -393,3 +393,23 @@ def test_runs_in_an_isolated_worker(seed: Case) -> None:
 
 # module-scoped fixtures (worker pools, a cluster) are built once: every test of this file on one xdist worker
 pytestmark = pytest.mark.xdist_group(name="test_tvm_executor")
+
+
+def test_regression_a_16_bit_attention_right_in_float32_is_not_the_one_formula_record() -> None:
+    """triage30 b1ca6657d9: TVM's float16 attention with scores past 65504 returns NaN (its scores and softmax stay
+    in float16) and was keyed with its dtype-independent causal mask as 0 (tvm-one-formula), titled "(any dtype)".
+    The op alone in float32 on the same values is right: the float16 record, titled float16."""
+    from fuzzer.check import Checker
+    from oracles.bugs import bug_key, title
+
+    def inp(name: str, seed: int, std: float) -> Input:
+        return Input(name, (1, 2, 4, 8), "float16", init={"dist": "normal", "mean": 0.0, "std": std, "seed": seed})
+
+    graph = Graph((inp("q", 1, 400.0), inp("k", 2, 400.0), inp("v", 3, 1.0)),
+                  (Node("y", "scaled_dot_product_attention", ("q", "k", "v")),), ("y",))
+    names = ["torch/eager", "tvm/default"]
+    with ExecutorPool(names) as pool:
+        found = [f for f in Checker(pool).check(Case(graph), names).findings if f.executor == "tvm/default"]
+    assert found and all(f.details.get("wrong_in_float32") is False for f in found), found
+    assert all("|float16/bfloat16|" in bug_key(f) and "float16 scaled_dot_product_attention" in title(f)
+               for f in found), [title(f) for f in found]

@@ -51,6 +51,8 @@ class Target:
     whole_graph: bool = False
     promotion: bool = False
     min_ratio: float = 0.0  # an out-of-bound finding must keep this much of the original's ratio (no slipping)
+    error_key: str = ""  # a status divergence's error message class: with it, the dtypes may change (a crash in
+    # float32 too is no 16-bit bug; sample30 ba89e10fb7: rms_norm over every axis, kept and titled bfloat16)
 
     @classmethod
     def parse(cls, signature: str, graph: Graph | None = None) -> "Target":
@@ -73,6 +75,8 @@ class Target:
     def of(cls, finding: Finding, graph: Graph) -> "Target":
         """The target of a finding on `graph`."""
         target = replace(cls.parse(finding.signature, graph), against=finding.against)
+        if finding.oracle == Oracle.STATUS_DIVERGENCE:
+            target = replace(target, error_key=str(finding.details.get("error_key") or ""))
         if finding.details.get("whole_graph"):
             target = replace(target, whole_graph=True)
         return target.refined(finding, graph)
@@ -129,7 +133,8 @@ class Target:
         dtypes = ",".join(finding.dtypes)
         if self.whole_graph:  # the op set may shrink; the dtypes may change (a crash may not need bfloat16 at all)
             return set(finding.ops) <= set(self.ops)
-        return tuple(finding.ops) == self.ops and dtypes == self.dtypes
+        same_error = bool(self.error_key) and finding.details.get("error_key") == self.error_key
+        return tuple(finding.ops) == self.ops and (dtypes == self.dtypes or same_error)
 
 
 class Predicate:
