@@ -83,7 +83,7 @@ class HazardEvidence(TypedDict, total=False):
     with_fix: float
     loss: float  # share of the output (or gradient, or update) lost
     gradient: str
-    cause: str
+    cause: str  # a gradient hazard: underflow | subnormal | overflow; an update hazard: UpdateLoss.mechanism
     scale: float | None
     with_scale: float
     zeroed: float

@@ -139,6 +139,22 @@ def test_bf16_adamw_of_weights_near_one_losing_its_update_is_a_training_hazard_a
     assert not [f for f in fixed.findings if f.kind == "model-hazard"], fixed.findings
 
 
+def test_regression_lost_updates_of_other_shares_are_one_record(checker: Checker) -> None:
+    """triage31: the update hazard's key held its cause in words, "94% of the weights do not move", so each share
+    of frozen weights was a record of its own. The key holds the mechanism (frozen), the message the share."""
+    gains, grad = {"dist": "uniform", "low": 0.25, "high": 1.0, "seed": 1}, {"dist": "normal", "std": 1e-3, "seed": 2}
+    keys, shares = set(), set()
+    for lr in (1e-4, 1e-3):  # every weight frozen; those below 0.5 (half an ULP under 1e-3) move
+        attrs = {"lr": lr, "weight_decay": 0.01, "decoupled": True}
+        result = checker.check(case_from_json(step_case("adam_step", "bfloat16", attrs, gains, grad)))
+        for f in result.findings:
+            if f.error_class == "update-lost":
+                keys.add(bug_key(f))
+                shares.add(f.details["frozen"])
+    assert len(shares) == 2 and len(keys) == 1, (shares, keys)
+    assert all("update-lost:frozen|" in k for k in keys), keys
+
+
 def test_fp16_adam_whose_eps_rounds_to_zero_gives_a_nonfinite_update_hazard_not_a_pytorch_bug(checker: Checker) -> None:
     """float16 Adam, eps 1e-8, zero gradients (unused embedding rows): `denom.add_(eps)` rounds to 0 and the step is
     0/0 = NaN in eager's single-tensor path; the ideal of the program does the same, so it is the model's hazard."""
