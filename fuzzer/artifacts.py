@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from oracles.findings import Finding
 
 from . import report_draft
+from .arrays import detach_script, npz_bytes
 from .executors import create
 from .export import render_script
 from .ir import Case, case_options, save_case
@@ -48,6 +49,8 @@ class Rendered:
     repro_full: str | None = None  # the full-oracle script
     report: str | None = None  # the bug-report draft, naming the script it inlines
     errors: list[str] = field(default_factory=list)
+    arrays: dict[str, dict[str, Any]] = field(default_factory=dict)  # a script's large arrays (REPRO or REPRO_FULL ->
+    # name -> float64 array), which it reads from the .npz of its own name beside it (fuzzer.arrays)
 
 
 def write_file(path: Path, text: str, style: str, executable: bool = False, force: bool = False) -> Path:
@@ -55,6 +58,13 @@ def write_file(path: Path, text: str, style: str, executable: bool = False, forc
     FIFO, nor over a file precfuzz did not write unless `force` (outfiles.NotOurs)."""
     replace_file(path, text, mode=0o755 if executable else None, sync=False, style=style, force=force)
     return path
+
+
+def write_script(path: Path, text: str, arrays: dict[str, Any] | None = None, force: bool = False) -> Path:
+    """Write a repro script (executable) and, where it reads large arrays, the .npz of its name beside it, first."""
+    if arrays:
+        replace_file(path.with_suffix(".npz"), npz_bytes(arrays), sync=False, manifest=True, force=force)
+    return write_file(path, text, "python", executable=True, force=force)
 
 
 def render_finding(case: Case, finding: Finding, describe: dict[str, Any], command: str, short: bool = True,
@@ -78,10 +88,19 @@ def render_finding(case: Case, finding: Finding, describe: dict[str, Any], comma
             out.repro_full = render_script(case, parts, command, set_index, out.title)
         except Exception as exc:  # noqa: BLE001 - e.g. an executor without an exporter
             out.errors.append(f"repro_full.py: {type(exc).__name__}: {exc}")
+    for kind in (REPRO, REPRO_FULL):  # real weights as an array file beside the script, not megabytes of base64
+        attr = "repro" if kind == REPRO else "repro_full"
+        if getattr(out, attr) is not None:
+            text, held = detach_script(getattr(out, attr))
+            setattr(out, attr, text)
+            if held:
+                out.arrays[kind] = held
     script = out.repro or out.repro_full
     if script:
         name = script_name or (REPRO if out.repro else REPRO_FULL)
-        out.report = report_draft.render(case, finding, describe, script, command, out.title, name, names)
+        beside = Path(name).with_suffix(".npz").name if out.arrays.get(REPRO if out.repro else REPRO_FULL) else None
+        out.report = report_draft.render(case, finding, describe, script, command, out.title, name, names,
+                                         arrays_file=beside)
     return out
 
 
@@ -104,12 +123,12 @@ def write_finding(folder: Path, case: Case, finding: Finding, describe: dict[str
 
     out.case = put(CASE, lambda p: save_case(case, p, force))
     if texts.repro is not None:
-        out.repro = put(REPRO, lambda p: write_file(p, texts.repro, "python", executable=True, force=force))
+        out.repro = put(REPRO, lambda p: write_script(p, texts.repro, texts.arrays.get(REPRO), force))
         if out.repro is not None:  # as written: the generated header is a line too (triage20: one short)
             out.repro_lines = len(Path(out.repro).read_text(encoding="utf-8").splitlines())
     if texts.repro_full is not None:
-        out.repro_full = put(REPRO_FULL, lambda p: write_file(p, texts.repro_full, "python", executable=True,
-                                                              force=force))
+        out.repro_full = put(REPRO_FULL, lambda p: write_script(p, texts.repro_full, texts.arrays.get(REPRO_FULL),
+                                                                force))
     if texts.report is not None:
         out.report = put(REPORT, lambda p: write_file(p, texts.report, "markdown", force=force))
     return out

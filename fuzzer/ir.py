@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import limits
+from . import arrays, limits
 from .dtypes import check_dtype, is_float
 from .ops import OPS, ChainBreak, IRError, Typed, ValueInfo, tensor
 from .promotion import PromotionError
@@ -388,8 +388,9 @@ def check_int_inputs(graph: Graph, sets: list[dict[str, Any]]) -> None:
                 raise IRError(f"{where}: {exc}") from None
 
 
-def parse_case(text: str, where: str = "case") -> Case:
-    """A case from JSON text; IRError (one line) on malformed, too deeply nested or invalid input."""
+def parse_case(text: str, where: str = "case", folder: Path | None = None) -> Case:
+    """A case from JSON text; IRError (one line) on malformed, too deeply nested or invalid input. `folder`: where
+    the array files its references name lie (the case file's folder; fuzzer.arrays)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -400,8 +401,9 @@ def parse_case(text: str, where: str = "case") -> Case:
         raise IRError(f"{where}: malformed JSON: {exc}") from None
     try:
         limits.check_json(obj)
+        arrays.attach(obj, folder)
         return case_from_json(obj)
-    except limits.LimitError as exc:
+    except (limits.LimitError, arrays.ArrayFileError) as exc:
         raise IRError(f"{where}: {exc}") from None
     except IRError as exc:
         raise IRError(f"{where}: {exc}") from None
@@ -432,16 +434,21 @@ def load_case(path: str | Path) -> Case:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise IRError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_case(text, str(path))
+    return parse_case(text, str(path), Path(path).parent)
 
 
 def save_case(case: Case, path: str | Path, force: bool = False) -> Path:
     """Write a case as pretty, key-sorted JSON (byte-identical for equal cases) with precfuzz's generated header:
-    never over a device, FIFO or directory, nor over a file precfuzz did not write unless `force`."""
+    never over a device, FIFO or directory, nor over a file precfuzz did not write unless `force`. Arrays of more
+    than arrays.ARRAY_FILE_VALUES values (a real block's weights) go to `<name>.npz` beside it (fuzzer.arrays)."""
     from .outfiles import replace_file
 
-    return replace_file(path, json.dumps(case_to_json(case), indent=1, sort_keys=True) + "\n", sync=False,
-                        style="json", force=force)
+    body = case_to_json(case)
+    held = arrays.detach(body, Path(path).with_suffix(".npz").name)
+    if held:  # written first: the JSON never names an array file that is not there yet
+        replace_file(Path(path).with_suffix(".npz"), arrays.npz_bytes(held), sync=False, manifest=True, force=force)
+    return replace_file(path, json.dumps(body, indent=1, sort_keys=True) + "\n", sync=False, style="json",
+                        force=force)
 
 
 # ---------------------------------------------------------------- typing

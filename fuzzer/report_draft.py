@@ -91,7 +91,7 @@ def describe_values(spec: dict[str, Any]) -> str:
 
 def render(case: Case, finding: Finding, describe: dict[str, Any], script: str, command: str, head: str,
            script_name: str = "repro.py", executors: Iterable[str] = (), siblings: Iterable[str] = (),
-           output: str | None = None) -> str:
+           output: str | None = None, arrays_file: str | None = None) -> str:
     """The whole draft: expected, actual (with the script's own output where it ran), the trigger, other
     manifestations of the same cause, environment (versions, CPU and its ISA), the script."""
     ops = ", ".join(sorted({n.op for n in case.graph.nodes}))
@@ -105,6 +105,7 @@ def render(case: Case, finding: Finding, describe: dict[str, Any], script: str, 
     others = [md.code(s) for s in sorted(set(siblings) - {finding.signature})]
     versions = "\n".join(f"- {md.text(k)}: {md.text(v)}" for k, v in sorted(describe.get("versions", {}).items()))
     settings = "\n".join(f"- {md.text(k)}: {md.text(v)}" for k, v in sorted(describe.get("settings", {}).items()))
+    attached = f" beside its arrays, {md.code(arrays_file)} (attached)" if arrays_file else ""
     return f"""# {md.text(head)}
 
 ## Expected behavior
@@ -126,7 +127,7 @@ Settings:
 
 ## Steps to reproduce
 
-Save the script below as {md.code(script_name)} and run {md.code("python " + script_name)}. It prints what it measures and exits 1
+Save the script below as {md.code(script_name)}{attached} and run {md.code("python " + script_name)}. It prints what it measures and exits 1
 while the bug is there, 0 once fixed. It needs only numpy and the backend's own packages.
 
 Found by precfuzz: {md.code(command)}

@@ -12,7 +12,8 @@ import shlex
 import sys
 from dataclasses import replace
 
-from ..artifacts import render_finding, write_file
+from ..artifacts import REPRO, REPRO_FULL, render_finding, write_file, write_script
+from ..arrays import detach_script
 from ..check import Checker
 from ..executors import create
 from ..export import render_script
@@ -74,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
                                 describe=describe)
             except NotImplementedError as exc:
                 return fail(str(exc))
-            write_file(out, render_script(case, parts, command, args.set or 0), "python", executable=True,
-                       force=args.force)
+            text, held = detach_script(render_script(case, parts, command, args.set or 0))
+            write_script(out, text, held, args.force)
             print(f"wrote {out}")
             return EXIT_OK
         finding = mine[0] if args.set is None else replace(mine[0], input_set=args.set)
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         script = texts.repro_full if args.full or texts.repro is None else texts.repro
         if script is None:
             return fail("; ".join(texts.errors) or f"{name} has no script exporter")
-        write_file(out, script, "python", executable=True, force=args.force)
+        write_script(out, script, texts.arrays.get(REPRO_FULL if script is texts.repro_full else REPRO), args.force)
         print(safe(f"wrote {out}: {texts.title}"))
         if report is not None and texts.report is not None:
             write_file(report, texts.report, "markdown", force=args.force)

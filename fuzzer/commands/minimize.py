@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..artifacts import render_finding, write_file
+from ..artifacts import REPRO, REPRO_FULL, render_finding, write_script
 from ..check import Checker
 from ..ir import Case, save_case
 from ..isolation import ExecutorPool
@@ -77,9 +77,9 @@ def _export(result: MinimizeResult, pool: ExecutorPool, path: Path, command: str
     short, full = script_paths(path)
     texts = render_finding(result.case, finding, pool.describe(finding.executor), command)
     out = None
-    for text, target in ((texts.repro, short), (texts.repro_full, full)):
+    for text, target, kind in ((texts.repro, short, REPRO), (texts.repro_full, full, REPRO_FULL)):
         if text is not None:
-            write_file(target, text, "python", executable=True, force=force)
+            write_script(target, text, texts.arrays.get(kind), force)
             out = out or target
     return out
 
