@@ -12,7 +12,7 @@ import numpy as np
 
 from fuzzer.audit.blocks import Block, block_case, boundary, distinct, module_path, partition, structure
 from fuzzer.audit.translate import Source
-from fuzzer.ir import Graph, Input, Node, infer
+from fuzzer.ir import Graph, Input, Node, infer, load_case
 from fuzzer.values import inline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,8 @@ def test_audit_by_blocks_end_to_end_on_a_small_stack(tmp_path: Path) -> None:
     model = tmp_path / "stack.py"
     model.write_text(STACK)
     done = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--block-values", "100",
-                           "--executors", "torch/eager", "--json", "--out", str(tmp_path / "out")],
+                           "--executors", "torch/eager", "--json", "--out", str(tmp_path / "out"),
+                           "--save-case", str(tmp_path / "stack.json")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     verdict = json.loads(done.stdout)
@@ -115,6 +116,9 @@ def test_audit_by_blocks_end_to_end_on_a_small_stack(tmp_path: Path) -> None:
     assert {"embed", "head"} <= set(names) and verdict["graph"]["parameters"] == 16
     assert all(b["table"] for b in verdict["blocks"])
     assert "block 2/" in done.stderr  # a progress line per block
+    saved = sorted(tmp_path.glob("stack.block*.json"))  # --save-case by blocks: a case per distinct block
+    assert len(saved) == len(names) and not (tmp_path / "stack.json").exists(), saved
+    assert {load_case(p).meta["block"] for p in saved} == set(names)
 
 
 def test_packed_values_round_trip_and_bad_ones_are_one_line_errors() -> None:

@@ -74,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--executors", help="comma-separated executor names (default: all available)")
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     parser.add_argument("--out", help="directory for minimized bug repros (default results/audit/<model>)")
-    parser.add_argument("--save-case", help="write the translated case JSON here (a seed for `precfuzz run --seeds-dir`)")
+    parser.add_argument("--save-case", help="write the translated case JSON here (a seed for `precfuzz run --seeds-dir`); "
+                        "by blocks, each distinct block's case beside it (<stem>.block<k>.json); arrays of more than "
+                        "4096 values (real weights, recorded activations) go to a .npz beside each case")
     parser.add_argument("--explore", type=explore_int, default=0,
                         help="check N variants of the input values, scales and dtypes (the graph stays)")
     parser.add_argument("--seed", type=seed_int, default=0, help="seed of --explore")
@@ -143,14 +145,12 @@ def run(args: argparse.Namespace) -> int:
                     raise AuditInputError(f"{path}:{func}: {exc}") from None
         except AuditInputError as exc:
             return fail(str(exc))
-        if tr.blocks is not None and save is not None:
-            return fail(f"--save-case: {path}:{func} is audited by blocks (a case each); their cases are not saved")
         broken = tr.unexplained_eager_error() if tr.blocks is None else tr.eager_error
         if broken:  # nothing to judge: every backend's failure on it would read as "clean"
             return fail(f"{path}:{func}: the model raises {broken} under eager PyTorch on its own example args, and "
                         "no dtype break explains it (fix the model or its example args)")
         if tr.blocks is not None:
-            return _audit_blocks(args, pool, tr, path, func, out_dir, log, t0)
+            return _audit_blocks(args, pool, tr, path, func, out_dir, save, log, t0)
         return _audit(args, pool, tr, path, func, out_dir, save, log, t0)
 
 
@@ -166,9 +166,10 @@ def moved_block(tr: Translation, name: str) -> Translation | None:
 
 
 def _audit_blocks(args: argparse.Namespace, pool: ExecutorPool, tr: Translation, path: Path, func: str, out_dir: Path,
-                  log: Callable[[str], None], t0: float) -> int:
+                  save: Path | None, log: Callable[[str], None], t0: float) -> int:
     """The audit at real size: each distinct block checked alone (fed its recorded activations), a progress line per
-    block, at most 3 backend bugs minimized over the model, one table of blocks."""
+    block, at most 3 backend bugs minimized over the model, one table of blocks. With `save`, each distinct block's
+    case is written beside it (`<stem>.block<k>.json`, its real weights and recorded activations in `.npz`)."""
     from ..audit.session import minimize_bugs, run_checks
     from ..audit.verdict import BlockVerdict, blocks_exit_status, blocks_json, build, graph_size, render_blocks
 
@@ -182,6 +183,13 @@ def _audit_blocks(args: argparse.Namespace, pool: ExecutorPool, tr: Translation,
         size = graph_size(bc.case.graph)
         also = f", standing for {len(bc.block.members)} blocks of its structure" if len(bc.block.members) > 1 else ""
         log(f"block {k}/{len(blocks)} {bc.block.name}: {size['nodes']} nodes, {size['values']} values{also}")
+        if save is not None:
+            target = save.with_name(f"{save.stem}.block{k:0{len(str(len(blocks)))}d}.json")
+            try:
+                save_case(bc.case, target, force=args.force)
+            except OSError as exc:
+                return fail(f"--save-case: cannot write {exc.filename or target}: {exc.strerror or exc}")
+            log(f"wrote block {k}'s case to {target}")
         moved = moved_block(tr, bc.block.name)
         scenarios = run_checks(bc.case, checker, pool.names, log, moved)
         verdict = build(f"{path}:{func} [{bc.block.name}]", scenarios, bc.sources, [])
