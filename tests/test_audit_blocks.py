@@ -119,6 +119,11 @@ def test_audit_by_blocks_end_to_end_on_a_small_stack(tmp_path: Path) -> None:
     saved = sorted(tmp_path.glob("stack.block*.json"))  # --save-case by blocks: a case per distinct block
     assert len(saved) == len(names) and not (tmp_path / "stack.json").exists(), saved
     assert {load_case(p).meta["block"] for p in saved} == set(names)
+    fed = [load_case(p) for p in saved if load_case(p).meta["block"] == layer][0]  # issue 37: the activations under
+    assert len(fed.input_sets) == 2 and fed.input_sets[1], fed.input_sets  # autocast, a second input set
+    assert all(not np.array_equal(inline(spec), inline(fed.graph.input(name).init))
+               for name, spec in fed.input_sets[1].items())
+    assert fed.meta["fed_sets"][1] == "the run under torch.autocast(bfloat16)"
 
 
 def test_packed_values_round_trip_and_bad_ones_are_one_line_errors() -> None:

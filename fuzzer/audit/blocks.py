@@ -108,9 +108,12 @@ def boundary(graph: Graph, blocks: list[Block]) -> set[str]:
 
 
 def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sources: dict[str, Source],
-               meta: dict[str, Any], pack_values: bool = True) -> BlockCase:
+               meta: dict[str, Any], pack_values: bool = True,
+               autocast: dict[str, np.ndarray] | None = None) -> BlockCase:
     """The block as a case: the graph inputs it reads as they are, each value it reads from another block as an
     input holding its recorded value, and as outputs the values other blocks or the model's outputs read.
+    `autocast`: the same values recorded under autocast; where a fed value differs there, a second input set feeds
+    them (the activations the block sees when the model runs under autocast).
     `pack_values=False`: its parameters stay the translation's arrays (shared, no copy) until `packed` is called on the
     blocks kept (a 1B model's blocks, all packed as float64 text, are 12 GB; its distinct ones 2 GB)."""
     typed = infer(graph)
@@ -133,7 +136,13 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     outs = [n.id for n in nodes if n.id in later or n.id in graph.outputs] or [nodes[-1].id]
     sub = narrow_lookups(Graph(ins, nodes, tuple(outs)))
     sub = _packed_graph(sub) if pack_values else sub
-    case = Case(sub, ({},), {**meta, "block": block.name, "members": list(block.members or (block.name,))})
+    sets: tuple[dict[str, Any], ...] = ({},)
+    other = {r: autocast[r] for r in fed if autocast is not None and r in autocast and typed.values[r].kind == "tensor"
+             and np.shape(autocast[r]) == np.shape(recorded[r]) and not np.array_equal(autocast[r], recorded[r])}
+    if other:
+        sets = ({}, {r: pack(v) for r, v in other.items()})
+        meta = {**meta, "fed_sets": ["the float32 eager run", "the run under torch.autocast(bfloat16)"]}
+    case = Case(sub, sets, {**meta, "block": block.name, "members": list(block.members or (block.name,))})
     return BlockCase(block, case, {k: v for k, v in sources.items() if k in inside}, tuple(fed))
 
 
@@ -273,10 +282,11 @@ def distinct(cases: list[BlockCase]) -> list[BlockCase]:
 
 
 def record(ep: Any, module: Any, args: tuple[Any, ...], made: dict[str, tuple[str, int | None]],
-           wanted: set[str]) -> dict[str, np.ndarray]:
+           wanted: set[str], autocast: str | None = None) -> dict[str, np.ndarray]:
     """The values the exported program's eager run (the model as captured, in its own dtypes) gives the IR values
     `wanted`, as float64 arrays: the activations a block is fed. `made` maps an IR value to the fx node whose output
-    it is (and the index into a tuple output)."""
+    it is (and the index into a tuple output). `autocast` (a 16-bit dtype): the run under `torch.autocast("cpu")`
+    in it, the activations a block sees when the whole model runs under autocast."""
     import torch
     from torch.export.graph_signature import InputKind
 
@@ -309,6 +319,7 @@ def record(ep: Any, module: Any, args: tuple[Any, ...], made: dict[str, tuple[st
                     got[name] = value.detach().to("cpu").to(torch.float64).numpy()
             return out
 
-    with torch.no_grad():
+    with torch.no_grad(), torch.autocast("cpu", dtype=getattr(torch, autocast or "bfloat16"),
+                                         enabled=autocast is not None):
         Recorder(ep.graph_module).run(*feed)
     return got

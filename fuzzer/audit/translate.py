@@ -609,6 +609,11 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     return Translation(case, {k: v for k, v in b.sources.items() if k in computed}, notes)
 
 
+def _floating_params(graph: Graph) -> bool:
+    """True when the graph has float32 parameters (what autocast runs in bfloat16)."""
+    return any(i.role == "param" and i.dtype == "float32" for i in graph.inputs)
+
+
 def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_ir: Graph, model_file: str | None,
                name: str, notes: list[str], limit: int) -> Translation:
     """The translation of a model of any size as its distinct blocks, each fed its recorded activations."""
@@ -620,11 +625,20 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
         raise AuditInputError(f"the translated graph is invalid: {exc}") from None
     sources = {k: v for k, v in b.sources.items() if k in {n.id for n in graph_ir.nodes}}
     parts = partition(graph_ir, sources, limit)
-    recorded = record(ep, module, args, b.made, boundary(graph_ir, parts))
+    wanted = boundary(graph_ir, parts)
+    recorded = record(ep, module, args, b.made, wanted)
+    autocast = None
+    if _floating_params(graph_ir):  # the activations under autocast too: a second input set where they differ
+        try:
+            autocast = record(ep, module, args, b.made, wanted, autocast="bfloat16")
+        except Exception as exc:  # noqa: BLE001 - the model's own code under autocast: said, not fatal
+            notes.append(f"activations under torch.autocast(bfloat16) not recorded ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:120] if str(exc) else ''}): blocks are fed the float32 run's only")
     meta = {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name}
     cases = []
     for part in parts:
-        for bc in split_wide(block_case(graph_ir, part, recorded, sources, meta, pack_values=False), limit):
+        for bc in split_wide(block_case(graph_ir, part, recorded, sources, meta, pack_values=False, autocast=autocast),
+                             limit):
             try:
                 check_size(bc.case.graph, infer(bc.case.graph))
             except IRError as exc:
@@ -632,7 +646,9 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
             cases.append(bc)
     kept = [packed(bc) for bc in distinct(cases)]
     notes.append(f"real size by blocks: {len(cases)} block(s), {len(kept)} of them distinct (blocks of one structure "
-                 "are audited once, on the parameters and activations of the one fed the largest activations)")
+                 "are audited once, on the parameters and activations of the one fed the largest activations; a block is fed "
+                 "the float32 run's activations and, as a second input set, those of the run under "
+                 "torch.autocast(bfloat16))")
     whole = Graph(tuple(replace(i, init={"dist": "constant", "value": 0.0}) for i in graph_ir.inputs),
                   graph_ir.nodes, graph_ir.outputs)  # its shapes only: the values are its blocks'
     case = Case(whole, ({},), {**meta, "blocks": len(cases)})
