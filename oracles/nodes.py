@@ -198,10 +198,10 @@ def excess_precision_stats(numeric: Graph, typed: Any, node: Any, sub: Graph, su
         return prod if info.dtype in LOW_PRECISION else None
 
     def fused_graph(split_bias: bool) -> tuple[Graph, dict[str, Input]] | None:
-        """The node over its producers recomputed in float32; with `split_bias`, a linear producer's product rounded
-        to its 16-bit dtype and only its bias add kept in float32 (XLA's autocast linear: the dot is its own bf16
-        HLO, the bias add fuses into the consumer; triage26 b0b2d8eefd, b8050003d8, b7b533c83a: 1 bf16 ULP of the
-        dot, filed at 2e3x on the float32 op after it)."""
+        """The node over its producers recomputed in float32; with `split_bias`, a linear or conv producer's product
+        rounded to its 16-bit dtype and only its bias add kept in float32 (XLA's autocast linear: the dot is its own
+        bf16 HLO, the bias add fuses into the consumer; triage26 b0b2d8eefd, b8050003d8, b7b533c83a: 1 bf16 ULP of the
+        dot, filed at 2e3x on the float32 op after it; triage31 b8050003d8: a conv3d's, 1.4e3x on the sub after it)."""
         inputs: dict[str, Input] = {}
         nodes: list[Node] = []
         operands: list[Any] = []
@@ -227,11 +227,16 @@ def excess_precision_stats(numeric: Graph, typed: Any, node: Any, sub: Graph, su
                 else:
                     args.append(a)
             if split_bias and prod.op in BIAS_ADD_SPLITS and len(args) > 2 and isinstance(args[2], str):
-                low = typed.values[prod.id].dtype
+                low, rank = typed.values[prod.id].dtype, len(typed.values[prod.id].shape)
+                bias = args[2]
+                if OPS[prod.op].family == "conv":  # a channel's bias: [C] as [C, 1, ...] against [N, C, spatial...]
+                    nodes.append(Node(f"{prod.id}__bias", "reshape", (bias,),
+                                      {"shape": [*typed.values[prod.inputs[2]].shape, *[1] * (rank - 2)]}))
+                    bias = f"{prod.id}__bias"
                 nodes += [Node(f"{prod.id}__dot", prod.op, tuple(args[:2]), dict(prod.attrs)),
                           Node(f"{prod.id}__dot16", "astype", (f"{prod.id}__dot",), {"dtype": low}),
                           Node(f"{prod.id}__dot32", "astype", (f"{prod.id}__dot16",), {"dtype": "float32"}),
-                          Node(f"{prod.id}__f32", "add", (f"{prod.id}__dot32", args[2]), {})]
+                          Node(f"{prod.id}__f32", "add", (f"{prod.id}__dot32", bias), {})]
                 split = True
             else:
                 nodes.append(Node(f"{prod.id}__f32", prod.op, tuple(args), dict(prod.attrs)))

@@ -231,6 +231,8 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #                      dbeta = empty_like(weight)): the float64 gradient reference passes a weight of ones
 #   row-lookup         reads rows of its first operand (a table) at the indices of its second: the table may be
 #                      narrowed to the rows the indices read, indices renumbered (embedding; the audit by blocks)
+#   bias-add-splits    a product whose bias add a backend may fuse into the next op, the product alone rounded
+#                      (torch_xla under autocast: linear, and conv, triage31 b8050003d8: bf16(conv) + bias in float32)
 #   row-per-output     output feature j reads row j of its second operand and element j of its third (optional): the
 #                      op may be split by output features, rows and bias alike (linear; the audit by blocks)
 #   relax-one-formula  TVM lowers it by one formula in every float dtype (tir.tanh's (1 - e^-2x) / (1 + e^-2x), the
