@@ -68,6 +68,12 @@ class Graph:
         real model's graph holds its weights: megabytes of JSON, which a check of it keyed 30 times)."""
         return canonical(graph_to_json(self))
 
+    @cached_property
+    def digest(self) -> str:
+        """sha256 of `text`: the key of caches that outlive one check (a real block's text is megabytes of weights:
+        kept as the key of 32 compiled programs per TVM pipeline, it grew a worker by gigabytes over a UNet)."""
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the cached text (it is made again where needed)."""
         return {k: v for k, v in self.__dict__.items() if k != "text"}

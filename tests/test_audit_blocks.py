@@ -199,3 +199,17 @@ def test_a_linear_block_past_the_limit_is_split_by_output_features_into_blocks_o
     whole = _run(g)["y"]
     np.testing.assert_array_equal(got, whole)
     assert split_wide(bc, limit=60) == [bc]
+
+
+def test_a_real_model_s_blocks_come_back_spilled_to_disk_and_load_one_at_a_time(tmp_path: Path) -> None:
+    """issue 37: the blocks' cases (a real model's weights: gigabytes) are written by the model's process to the
+    audit's folder and come back as paths, not through the pickle; each loads whole when its turn comes."""
+    from fuzzer.audit.load import capture_isolated
+
+    model = tmp_path / "stack.py"
+    model.write_text(STACK)
+    tr = capture_isolated(model, "make", "stack", 300.0, blocks=100, store=tmp_path / "store")
+    assert tr.blocks and all(bc.case is None and Path(bc.path).is_file() for bc in tr.blocks)
+    assert {bc.loaded().meta["block"] for bc in tr.blocks} == {bc.block.name for bc in tr.blocks}
+    assert tr.bf16 is not None and all(bc.case is None for bc in tr.bf16.blocks)
+    assert {p.parent.name for p in (tmp_path / "store").rglob("block*.json")} == {"float32", "bfloat16"}

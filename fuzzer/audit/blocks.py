@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..ir import Case, Graph, Input, infer
+from ..ir import Case, Graph, Input, infer, load_case, save_case
 from ..ops import OPS, tagged
 from ..values import has_inline, inline, pack
 from .source import Source
@@ -47,9 +48,26 @@ class BlockCase:
     """A block as a case of its own, with the sources of its values and what it stands for."""
 
     block: Block
-    case: Case
+    case: Case | None  # None once spilled to `path` (its real weights on disk until the block is audited)
     sources: dict[str, Source] = field(default_factory=dict)
     fed: tuple[str, ...] = ()  # the inputs holding values another block computed (recorded activations)
+    path: str | None = None  # the case file it was spilled to (`spill`)
+
+    def loaded(self) -> Case:
+        """The block's case: held, or read back from its spilled file."""
+        if self.case is not None:
+            return self.case
+        assert self.path is not None, "a block case neither held nor spilled"
+        return load_case(self.path)
+
+
+def spill(bc: BlockCase, folder: Path, index: int) -> BlockCase:
+    """The block case written to `folder` (its arrays in an .npz beside it) and let go of: a real model's blocks
+    are gigabytes, and the audit needs one at a time (issue 37: memory that follows the block, not the model)."""
+    assert bc.case is not None
+    folder.mkdir(parents=True, exist_ok=True)
+    path = save_case(bc.case, folder / f"block{index:04d}.json")
+    return replace(bc, case=None, path=str(path))
 
 
 def module_path(source: Source | None) -> tuple[str, ...]:

@@ -142,7 +142,7 @@ def eager_error(module: Any, example: tuple[Any, ...]) -> str:
 
 def capture_isolated(path: Path, func: str, name: str, timeout: float,
                      log: Callable[[str], None] = lambda _: None, train: bool = False,
-                     blocks: int | None = None) -> Translation:
+                     blocks: int | None = None, store: Path | None = None) -> Translation:
     """Import MODEL.py, call FUNC() and translate the module, in a forked child process; the Translation.
 
     The model is the user's code: it may end the process (os._exit, a crash, a signal) or never finish, which
@@ -151,7 +151,8 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
     stage (import, FUNC(), torch.export). The child's stdout goes to stderr: stdout is the verdict's (--json).
     Where fork is missing (not POSIX), the work runs in this process. `blocks` (the most parameter values a block
     holds), or a model holding more values than one case takes (translate.MAX_AUDIT_ELEMENTS): the audit at real
-    size, by blocks (fuzzer.audit.blocks).
+    size, by blocks (fuzzer.audit.blocks); with `store`, a folder that outlives the call, the blocks' cases are
+    spilled there and come back as paths (a real model's weights never travel through the pickle).
     """
     from .translate import MAX_AUDIT_ELEMENTS, as_bfloat16, translate
 
@@ -175,9 +176,11 @@ def capture_isolated(path: Path, func: str, name: str, timeout: float,
                                   f"input values (this one holds {held}); the audit by blocks is forward only")
         log(f"exporting {path}:{func}{' with its loss' if train else ''} with torch.export"
             + (f" ({held} parameter and input values: audited by blocks)" if by_blocks else ""))
-        tr = translate(module, example, str(path), name, blocks=(blocks or BLOCK_VALUES) if by_blocks else None)
-        tr.bf16, why = as_bfloat16(module, example, str(path), name,
-                                   blocks=(blocks or BLOCK_VALUES) if by_blocks else None)
+        limit = (blocks or BLOCK_VALUES) if by_blocks else None
+        tr = translate(module, example, str(path), name, blocks=limit,
+                       store=store / "float32" if store is not None else None)
+        tr.bf16, why = as_bfloat16(module, example, str(path), name, blocks=limit,
+                                   store=store / "bfloat16" if store is not None else None)
         if why:
             tr.notes.append(why)
         if spec is not None:

@@ -558,8 +558,9 @@ MAX_DECOMPOSITION_ROUNDS = 3
 
 
 def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None, name: str = "model",
-              retry_float32: bool = True, blocks: int | None = None) -> Translation:
+              retry_float32: bool = True, blocks: int | None = None, store: Path | None = None) -> Translation:
     """The module as a case: export, map every call through the op records, collect every untranslatable op.
+    By `blocks` with a `store` folder, the block cases are spilled there (fuzzer.audit.blocks.spill).
 
     Calls no record takes but that PyTorch decomposes (torch.export's default table) are decomposed and
     translated again. AuditInputError when the module cannot be exported or holds ops no record takes (all of
@@ -597,7 +598,7 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     graph_ir = b.graph(outs)
     total = sum(math.prod(i.shape) for i in graph_ir.inputs)
     if blocks is not None:
-        return _by_blocks(ep, module, args, b, graph_ir, model_file, name, notes, blocks)
+        return _by_blocks(ep, module, args, b, graph_ir, model_file, name, notes, blocks, store)
     if total > MAX_AUDIT_ELEMENTS:
         raise AuditInputError(f"the model holds {total} parameter and input values, more than the "
                               f"{MAX_AUDIT_ELEMENTS} an audit takes (use smaller example args or a smaller config)")
@@ -615,9 +616,10 @@ def _floating_params(graph: Graph) -> bool:
 
 
 def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_ir: Graph, model_file: str | None,
-               name: str, notes: list[str], limit: int) -> Translation:
-    """The translation of a model of any size as its distinct blocks, each fed its recorded activations."""
-    from .blocks import block_case, boundary, distinct, packed, partition, record, split_wide
+               name: str, notes: list[str], limit: int, store: Path | None = None) -> Translation:
+    """The translation of a model of any size as its distinct blocks, each fed its recorded activations; with
+    `store`, each block's case is written there as soon as it is packed and let go of (blocks.spill)."""
+    from .blocks import block_case, boundary, distinct, packed, partition, record, spill, split_wide
 
     try:
         infer(graph_ir)
@@ -644,7 +646,7 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
             except IRError as exc:
                 raise AuditInputError(f"block {bc.block.name} is too big to judge: {exc}") from None
             cases.append(bc)
-    kept = [packed(bc) for bc in distinct(cases)]
+    kept = [packed(bc) if store is None else spill(packed(bc), store, k) for k, bc in enumerate(distinct(cases))]
     notes.append(f"real size by blocks: {len(cases)} block(s), {len(kept)} of them distinct (blocks of one structure "
                  "are audited once, on the parameters and activations of the one fed the largest activations; a block is fed "
                  "the float32 run's activations and, as a second input set, those of the run under "
@@ -656,7 +658,7 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
 
 
 def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name: str,
-                blocks: int | None = None) -> tuple[Translation | None, str]:
+                blocks: int | None = None, store: Path | None = None) -> tuple[Translation | None, str]:
     """The module as `model.to(torch.bfloat16)` runs it (float inputs cast too), exported and translated on its own.
 
     torch.export writes every runtime dtype as the example had it: `x.to(input_dtype)` (LlamaRMSNorm),
@@ -676,7 +678,7 @@ def as_bfloat16(module: Any, args: tuple[Any, ...], model_file: str | None, name
         lambda t: t.to(torch.bfloat16) if isinstance(t, torch.Tensor) and torch.is_floating_point(t) else t, args)
     try:
         moved = copy.deepcopy(module).to(torch.bfloat16).eval()
-        return translate(moved, cast, model_file, name, retry_float32=False, blocks=blocks), ""
+        return translate(moved, cast, model_file, name, retry_float32=False, blocks=blocks, store=store), ""
     except AuditInputError as exc:
         return None, f"under model.to(bfloat16) with its float inputs cast, the module could not be taken: {exc}"
 

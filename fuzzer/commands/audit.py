@@ -12,6 +12,7 @@ import argparse
 import json
 import shlex
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -129,11 +130,14 @@ def run(args: argparse.Namespace) -> int:
     except (UsageError, AuditInputError) as exc:
         return fail(str(exc))
     # SIGTERM and SIGHUP end the audit as Ctrl-C does: through the cleanup that ends the model's process tree
-    with raised_on_termination(), ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
+    # a real model's blocks wait on disk until audited (the temporary folder goes with the audit, however it ends)
+    with raised_on_termination(), tempfile.TemporaryDirectory(prefix="precfuzz-blocks-") as store, \
+            ExecutorPool(names, timeout=args.timeout, own_worker=AUDIT_OWN_WORKER) as pool:
         pool.prime()  # the backends load while the model is imported and exported
         try:
             limit = args.block_values if args.block_values is not None else (BLOCK_VALUES if args.blocks else None)
-            tr = capture_isolated(path, func, model, args.timeout, log, train=args.train, blocks=limit)
+            tr = capture_isolated(path, func, model, args.timeout, log, train=args.train, blocks=limit,
+                                  store=Path(store))
             if args.train:
                 from ..audit.training import TrainingError, with_gradients
 
@@ -161,7 +165,7 @@ def moved_block(tr: Translation, name: str) -> Translation | None:
 
     for bc in (tr.bf16.blocks or []) if tr.bf16 is not None else []:
         if name in bc.block.members:
-            return Translation(bc.case, bc.sources)
+            return Translation(bc.loaded(), bc.sources)
     return None
 
 
@@ -180,18 +184,19 @@ def _audit_blocks(args: argparse.Namespace, pool: ExecutorPool, tr: Translation,
     minimized, seen = 0, set()
     for k, bc in enumerate(blocks, 1):
         t1 = time.monotonic()
-        size = graph_size(bc.case.graph)
+        case = bc.loaded()  # one block's weights in memory at a time
+        size = graph_size(case.graph)
         also = f", standing for {len(bc.block.members)} blocks of its structure" if len(bc.block.members) > 1 else ""
         log(f"block {k}/{len(blocks)} {bc.block.name}: {size['nodes']} nodes, {size['values']} values{also}")
         if save is not None:
             target = save.with_name(f"{save.stem}.block{k:0{len(str(len(blocks)))}d}.json")
             try:
-                save_case(bc.case, target, force=args.force)
+                save_case(case, target, force=args.force)
             except OSError as exc:
                 return fail(f"--save-case: cannot write {exc.filename or target}: {exc.strerror or exc}")
             log(f"wrote block {k}'s case to {target}")
         moved = moved_block(tr, bc.block.name)
-        scenarios = run_checks(bc.case, checker, pool.names, log, moved)
+        scenarios = run_checks(case, checker, pool.names, log, moved)
         verdict = build(f"{path}:{func} [{bc.block.name}]", scenarios, bc.sources, [])
         verdict.graph = size
         fresh = [b for b in verdict.bugs if b.signature not in seen]

@@ -106,7 +106,7 @@ class TVMExecutor(Executor):
         return {"tvm": tvm, "R": relax, "np": np, "ml_dtypes": ml_dtypes}
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
-        key = graph.text + render_passes(self.passes)
+        key = graph.digest + render_passes(self.passes)
         if PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             self._cache.move_to_end(key)
             namespace, vm, info = self._cache[key]

@@ -94,7 +94,7 @@ class TVMFrontendExecutor(Executor):
                 "from_exported_program": from_exported_program}
 
     def prepare(self, graph: Graph) -> tuple[dict[str, Any], Any, dict[str, Any]]:
-        key = graph.text
+        key = graph.digest
         if tvm_exec.PROGRAM_CACHE_SIZE and key in self._cache:  # PRECFUZZ_PROGRAM_CACHE=0: no reuse at all
             namespace, vm, info = self._cache[key]
             return namespace, vm, {**info, "compiled": False}
