@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import computed_floor, flush, is_float, round_to
+from .dtypes import FLOAT_FORMATS, LOW_PRECISION, computed_floor, flush, is_float, round_to
 from .identifiers import fresh_name
 from .ir import Graph, Node, infer, redeclare
 from .ops import OPS, tagged
@@ -36,9 +36,13 @@ def grad_name(name: str) -> str:
     return f"grad:{name}"
 
 
-def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
+def program(graph: Graph, arithmetic: str, rounded: bool, narrowed: bool = False) -> Graph:
     """The graph computing in `arithmetic` (float64 or float32); with `rounded`, every float value of the original
-    graph rounded to its declared dtype after the op that makes it (and its gradient rounded there in the backward)."""
+    graph rounded to its declared dtype after the op that makes it (and its gradient rounded there in the backward).
+    With `narrowed` too, a wider float operand of an op whose result is 16-bit (a float32 0-dim tensor times a
+    bfloat16 one is bfloat16) is read through a cast to that dtype: the op's gradient of it, reduced over its
+    broadcast axes, rounds to the op's dtype, as PyTorch's does (triage31 b8b7e62481, bf2b7acf42: a float32 scalar's
+    gradient through a bfloat16 mul or div, the correctly rounded bfloat16 sum, filed at 8.2e3x and 571x)."""
     typed = infer(graph)
     wide = with_weights(
         redeclare(graph, tuple(d for d in NARROWER if d != arithmetic) + ("float64",), arithmetic), arithmetic)
@@ -48,7 +52,19 @@ def program(graph: Graph, arithmetic: str, rounded: bool) -> Graph:
     rename: dict[str, str] = {}
     nodes: list[Node] = []
     for node in wide.nodes:
-        nodes.append(replace(node, inputs=tuple(rename.get(o, o) if isinstance(o, str) else o for o in node.inputs)))
+        operands = [rename.get(o, o) if isinstance(o, str) else o for o in node.inputs]
+        out = typed.values.get(node.id)
+        if narrowed and out is not None and out.kind != "scalar" and out.dtype in LOW_PRECISION:
+            for k, (o, original) in enumerate(zip(operands, node.inputs)):
+                info = typed.values.get(original) if isinstance(original, str) else None
+                if info is not None and info.kind != "scalar" and info.dtype in FLOAT_FORMATS and \
+                        FLOAT_FORMATS[info.dtype].mantissa_bits > FLOAT_FORMATS[out.dtype].mantissa_bits:
+                    narrow = fresh_name(f"{node.id}__{original}_as_{out.dtype}", taken)
+                    back = fresh_name(f"{node.id}__{original}_read", taken)
+                    nodes += [Node(narrow, "astype", (o,), {"dtype": out.dtype}),
+                              Node(back, "astype", (narrow,), {"dtype": arithmetic})]
+                    operands[k] = back
+        nodes.append(replace(node, inputs=tuple(operands)))
         info = typed.values.get(node.id)
         if info is None or info.kind == "scalar" or not is_float(info.dtype) or info.dtype in (arithmetic, "float64"):
             continue
@@ -129,6 +145,9 @@ def reference(graph: Graph, values: Values) -> tuple[list[np.ndarray], list[list
     for arithmetic in ("float64", "float32"):
         grads = autograd(rounded if arithmetic == "float64" else program(graph, arithmetic, rounded=True), values)
         ideals.append([round_to(g, inp.dtype) for g, inp in zip(grads, wrt)])
+    narrowed = program(graph, "float64", rounded=True, narrowed=True)
+    if len(narrowed.nodes) > len(rounded.nodes):  # an op computing in a dtype narrower than an operand's
+        ideals.append([round_to(g, inp.dtype) for g, inp in zip(autograd(narrowed, values), wrt)])
     single = autograd(program(graph, "float32", rounded=False), values)
     floors = [cancellation(g32, g) for g32, g in zip(single, exact)]
     lucky = [f == 0.0 or float(np.max(np.abs(np.nan_to_num(g)), initial=0.0)) <= f for f, g in zip(floors, exact)]
