@@ -101,6 +101,8 @@ def render_reference(graph: Graph, name: str = "reference", widen: frozenset[str
 
 @lru_cache(maxsize=256)
 def _compiled(key: str, widen: frozenset[str] = frozenset()) -> Callable[..., Values]:
+    """The reference function of the graph whose Graph.form is `key` (its values left out: 256 keys of a real model's
+    blocks held their weights' text, and the audit of a UNet grew by gigabytes)."""
     from .ir import graph_from_json
 
     graph = graph_from_json(__import__("json").loads(key), trusted=True)
@@ -166,7 +168,7 @@ def evaluate(graph: Graph, inputs: Values, rounded: bool, arithmetic: str = "flo
             return evaluate(graph, inputs, rounded, "float32", overflow, widen)
         finally:
             VARIANCE_FORM.reset(token)
-    fn = _compiled(graph.text, frozenset(widen))
+    fn = _compiled(graph.form, frozenset(widen))
     typed = infer(graph)
     rnd = round_to
     kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}  # masks stay bool
@@ -202,7 +204,7 @@ def undefined_cast_reach(graph: Graph, inputs: Values) -> set[str]:
     out of range): the reference run twice, such elements set to 0 and then to 1. A value computed from such a cast
     whose elements are then discarded (torch.where picking the other branch, T5's relative-position buckets) does
     not change, and stays judged."""
-    fn = _compiled(graph.text, frozenset())
+    fn = _compiled(graph.form, frozenset())
     kinds = {i.name: (bool if i.dtype == "bool" else np.float64) for i in graph.inputs}
 
     def run(fill: int) -> dict[str, np.ndarray]:

@@ -69,6 +69,15 @@ class Graph:
         return canonical(graph_to_json(self))
 
     @cached_property
+    def form(self) -> str:
+        """`text` without the inputs' values: what code made from the graph depends on (the reference interpreter's
+        compiled function), a key that stays small for a block of real weights."""
+        body = graph_to_json(self)
+        for inp in body["inputs"]:
+            inp["init"] = {"dist": "constant", "value": 0.0}
+        return canonical(body)
+
+    @cached_property
     def digest(self) -> str:
         """sha256 of `text`: the key of caches that outlive one check (a real block's text is megabytes of weights:
         kept as the key of 32 compiled programs per TVM pipeline, it grew a worker by gigabytes over a UNet)."""
@@ -76,7 +85,7 @@ class Graph:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the cached text (it is made again where needed)."""
-        return {k: v for k, v in self.__dict__.items() if k != "text"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("text", "form")}
 
     def input(self, name: str) -> Input:
         """The input called `name`."""
