@@ -213,3 +213,31 @@ def test_a_real_model_s_blocks_come_back_spilled_to_disk_and_load_one_at_a_time(
     assert {bc.loaded().meta["block"] for bc in tr.blocks} == {bc.block.name for bc in tr.blocks}
     assert tr.bf16 is not None and all(bc.case is None for bc in tr.bf16.blocks)
     assert {p.parent.name for p in (tmp_path / "store").rglob("block*.json")} == {"float32", "bfloat16"}
+
+
+def test_regression_activations_under_autocast_are_recorded_past_exports_dtype_asserts() -> None:
+    """UNet2DModel() at real size: torch.export writes `x.to(float32)` with an _assert_tensor_metadata of the dtype it
+    traced; the run under autocast tripped it ("Tensor dtype mismatch! Expected: Float, Got: c10::BFloat16") and no
+    block got the autocast activations."""
+    import torch
+
+    from fuzzer.audit.blocks import record
+
+    class Casts(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.b(self.a(x).to(torch.float32))
+
+    module, args = Casts().eval(), (torch.randn(2, 4),)
+    ep = torch.export.export(module, args)
+    assert any("_assert_tensor_metadata" in str(n.target) for n in ep.graph_module.graph.nodes)
+    made = {"h": ([n.name for n in ep.graph_module.graph.nodes if "linear" in str(n.target)][0], None)}
+    plain = record(ep, module, args, made, {"h"})
+    under = record(ep, module, args, made, {"h"}, autocast="bfloat16")
+    assert not np.array_equal(plain["h"], under["h"])
+    import ml_dtypes
+
+    assert np.array_equal(under["h"], under["h"].astype(ml_dtypes.bfloat16).astype(np.float64))  # autocast's bf16
