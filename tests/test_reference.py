@@ -55,3 +55,24 @@ def test_regression_value_names_that_shadow_reference_functions() -> None:
     ex = create("torch/eager")
     (out,), _, _ = ex.execute(ex.prepare(graph), graph, inputs)
     np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+def test_regression_cache_keys_hold_no_values() -> None:
+    """UNet2DModel() at real size: the reference's compiled functions (256 kept) and TVM's programs (32 per pipeline)
+    were keyed by the graph's text, which holds a block's weights (up to 85 MB each); the audit grew by gigabytes.
+    Graphs that differ only in their values share a form (the reference's key) and have digests of fixed size."""
+    from fuzzer.interpret import _compiled
+    from fuzzer.ir import Graph, Input, Node
+    from fuzzer.values import pack
+
+    def graph(seed: int) -> Graph:
+        w = np.random.default_rng(seed).normal(size=(64, 80))
+        return Graph((Input("x", (2, 80), "float32"), Input("w", (64, 80), "float32", "param", init=pack(w))),
+                     (Node("y", "linear", ("x", "w")),), ("y",))
+
+    a, b = graph(1), graph(2)
+    assert a.text != b.text and a.form == b.form and len(a.form) < 2000 and len(a.digest) == 64
+    _compiled.cache_clear()
+    for g in (a, b):
+        evaluate(g, {"x": np.ones((2, 80)), "w": np.ones((64, 80))}, rounded=False)
+    assert _compiled.cache_info().currsize == 1
