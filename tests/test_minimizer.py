@@ -659,7 +659,8 @@ def test_regression_a_crash_of_one_error_class_may_widen_to_float32() -> None:
 
     graph = Graph((Input("x", (2, 3), "bfloat16"),), (Node("y", "rms_norm", ("x",), {"normalized_shape": [2, 3]}),),
                   ("y",))
-    target = Target.of(raises("bfloat16", "shape size indices size"), graph)
+    target = Target.parse("status-divergence|tvm/default|rms_norm|bfloat16|compiler-error", graph).refined(
+        raises("bfloat16", "shape size indices size"), graph)  # a campaign's signature, refined by the first check
     assert target.matches(raises("float32", "shape size indices size"))
     assert not target.matches(raises("float32", "another message"))
     bound = Target.of(Finding("error-bound", "tvm/default", ["rms_norm"], ["bfloat16->bfloat16"], "bound", "m"), graph)
@@ -678,5 +679,7 @@ def test_regression_tvms_rms_norm_crash_minimizes_to_float32() -> None:
         (finding,) = [f for f in checker.check(case, ["torch/eager", "tvm/default"]).findings
                       if f.executor == "tvm/default"]
         result = minimize(case, finding, checker, budget_s=120.0)
+        by_signature = minimize(case, finding.signature, checker, budget_s=120.0)  # as a campaign calls it (triage32)
     assert result.case.graph.inputs[0].dtype == "float32", result.case.graph
+    assert by_signature.case.graph.inputs[0].dtype == "float32", by_signature.case.graph
     assert "bfloat16" not in title(result.finding), title(result.finding)

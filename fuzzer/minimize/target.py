@@ -75,8 +75,6 @@ class Target:
     def of(cls, finding: Finding, graph: Graph) -> "Target":
         """The target of a finding on `graph`."""
         target = replace(cls.parse(finding.signature, graph), against=finding.against)
-        if finding.oracle == Oracle.STATUS_DIVERGENCE:
-            target = replace(target, error_key=str(finding.details.get("error_key") or ""))
         if finding.details.get("whole_graph"):
             target = replace(target, whole_graph=True)
         return target.refined(finding, graph)
@@ -85,7 +83,10 @@ class Target:
         """This target plus what the original finding's details add (a promotion behind the node at fault)."""
         at_fault = {n for n in finding.node.split(",") if n}
         floor = min(finding.ratio, SLIP**2) / SLIP if finding.error_class == ErrorClass.BOUND and finding.ratio else 0.0
-        return replace(self, promotion=bool(at_fault & promoted_breaks(graph)), min_ratio=floor)
+        key = str(finding.details.get("error_key") or "") if finding.oracle == Oracle.STATUS_DIVERGENCE else ""
+        # (set here, not in `of`: a campaign minimizes a signature, refined by the original case's own finding;
+        # triage32 ba89e10fb7 kept its float16 so)
+        return replace(self, promotion=bool(at_fault & promoted_breaks(graph)), min_ratio=floor, error_key=key)
 
     def admits(self, graph: Graph) -> bool:
         """The static part of the match, decided without running anything."""
