@@ -443,8 +443,11 @@ def title(finding: Finding, executors: Iterable[str] = (), describe: dict[str, A
         return f"[{backend}] {dc} {op} is not supported{where}"
     if fam == "accuracy" and finding.ops == ["astype"] and finding.oracle == Oracle.ERROR_BOUND:  # a cast is exact:
         # its bound is ~0, so a ratio says nothing (triage30 b1e2721d62: "1.12e+43x less accurate")
-        bad = "inf/nan" if finding.error_class == ErrorClass.NONFINITE else (
-            f"values up to {finding.max_ulp:.3g} ULP off" if finding.max_ulp is not None else "other values")
+        if finding.error_class == ErrorClass.NONFINITE:  # either way round (triage31 b8126a7ee2: TVM decodes the NaN
+            # code as a finite -480; the title said it "returns inf/nan")
+            return (f"[{backend}] {dc} astype gets inf/nan wrong (non-finite where the correctly rounded cast is finite, "
+                    f"or finite where it is NaN){scope}{where}")
+        bad = f"values up to {finding.max_ulp:.3g} ULP off" if finding.max_ulp is not None else "other values"
         return f"[{backend}] {dc} astype returns {bad} where the correctly rounded cast is exact{scope}{where}"
     if fam == "accuracy" and finding.details.get("update_dropped"):
         return (f"[{backend}] {dc} {op} leaves {float(finding.details['update_dropped']):.0%} of the parameters it "

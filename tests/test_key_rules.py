@@ -112,6 +112,8 @@ def test_regression_a_cast_is_titled_by_how_far_off_it_is_not_by_a_ratio_to_an_e
     text = title(f, ["tvm/default"])
     assert "astype returns values up to 1.5e+06 ULP off where the correctly rounded cast is exact" in text, text
     assert "e+43" not in text
+    nan = Finding("error-bound", "tvm/default", ["astype"], ["float8_e4m3fn->float32"], "nonfinite", "m")
+    assert "astype gets inf/nan wrong" in title(nan, ["tvm/default"])  # triage31 b8126a7ee2: NaN read as -480
 
 
 def test_regression_a_precision_hazard_of_an_inputs_rounding_is_titled_with_the_input_and_its_fix() -> None:
