@@ -647,10 +647,10 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
                 raise AuditInputError(f"block {bc.block.name} is too big to judge: {exc}") from None
             cases.append(bc)
     kept = [packed(bc) if store is None else spill(packed(bc), store, k) for k, bc in enumerate(distinct(cases))]
+    fed = ("; a block is fed the float32 run's activations and, as a second input set, those of the run under "
+           "torch.autocast(bfloat16)") if autocast is not None else ""
     notes.append(f"real size by blocks: {len(cases)} block(s), {len(kept)} of them distinct (blocks of one structure "
-                 "are audited once, on the parameters and activations of the one fed the largest activations; a block is fed "
-                 "the float32 run's activations and, as a second input set, those of the run under "
-                 "torch.autocast(bfloat16))")
+                 f"are audited once, on the parameters and activations of the one fed the largest activations{fed})")
     whole = Graph(tuple(replace(i, init={"dist": "constant", "value": 0.0}) for i in graph_ir.inputs),
                   graph_ir.nodes, graph_ir.outputs)  # its shapes only: the values are its blocks'
     case = Case(whole, ({},), {**meta, "blocks": len(cases)})
