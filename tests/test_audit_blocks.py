@@ -201,6 +201,35 @@ def test_a_linear_block_past_the_limit_is_split_by_output_features_into_blocks_o
     assert split_wide(bc, limit=60) == [bc]
 
 
+def test_a_conv_block_past_the_limit_is_split_by_output_channels_and_a_grouped_one_is_not() -> None:
+    """issue 37: UNet2DConditionModel's up_blocks.0.resnets.2.conv1 (2560 -> 1280, 3x3: 29.5M weights, one module
+    and so one block) took the audit past 23 GB; an ungrouped conv's output channel j reads weight[j] and bias[j]
+    only, so slices of output channels compute exactly the whole conv's channels. A grouped conv's channel also reads
+    its group's inputs: left whole."""
+    from fuzzer.audit.blocks import BlockCase, split_wide
+    from fuzzer.ir import Case
+
+    rng = np.random.default_rng(1)
+
+    def conv_block(groups: int) -> BlockCase:
+        x, w, b = rng.normal(size=(1, 4, 5, 5)), rng.normal(size=(6, 4 // groups, 3, 3)), rng.normal(size=6)
+        g = Graph((Input("x", (1, 4, 5, 5), "float32", "param", init={"values": x}),
+                   Input("w", w.shape, "float32", "param", init={"values": w}),
+                   Input("b", (6,), "float32", "param", init={"values": b})),
+                  (Node("y", "conv2d", ("x", "w", "b"), {"padding": 1, "groups": groups}),), ("y",))
+        return BlockCase(Block("conv1", ("y",)), Case(g, ({},), {"block": "conv1"}))
+
+    bc = conv_block(1)
+    parts = split_wide(bc, limit=80)
+    assert [p.block.name for p in parts] == ["conv1 [outputs 0:2]", "conv1 [outputs 2:4]", "conv1 [outputs 4:6]"]
+    assert [p.case.graph.input("w").shape for p in parts] == [(2, 4, 3, 3)] * 3
+    assert len({structure(p.case) for p in parts}) == 1
+    got = np.concatenate([_run(p.case.graph)["y"] for p in parts], axis=1)
+    np.testing.assert_allclose(got, _run(bc.case.graph)["y"], rtol=1e-14, atol=1e-14)  # float64 conv's own order
+    grouped = conv_block(2)
+    assert split_wide(grouped, limit=20) == [grouped]
+
+
 def test_a_real_model_s_blocks_come_back_spilled_to_disk_and_load_one_at_a_time(tmp_path: Path) -> None:
     """issue 37: the blocks' cases (a real model's weights: gigabytes) are written by the model's process to the
     audit's folder and come back as paths, not through the pickle; each loads whole when its turn comes."""

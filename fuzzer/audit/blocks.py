@@ -10,7 +10,7 @@ own. `block_case` makes a block a case: the parameters it reads, and every value
 an input holding the value the float32 eager run of the whole model gave it (`record`). Blocks of one structure
 (the same ops, attributes, shapes and dtypes: a transformer's layers) are audited once (`distinct`). Two exact
 rewrites keep a block to the values it computes with: an embedding table narrowed to the rows its ids read
-(`narrow_lookups`), one linear layer past the limit split by output features (`split_wide`).
+(`narrow_lookups`), one linear layer or ungrouped conv past the limit split by output features (`split_wide`).
 
 Pure functions over the graph, except `record`, which runs the exported program in PyTorch eager.
 """
@@ -203,20 +203,21 @@ def narrow_lookups(g: Graph) -> Graph:
 
 
 def split_wide(bc: BlockCase, limit: int = BLOCK_VALUES) -> list[BlockCase]:
-    """A block that is one linear layer holding more than `limit` weight values (an LM head: 32000 x 2048), as blocks
-    of equal slices of its output features, weight rows and bias alike: each output feature reads its own row only,
-    so a slice computes exactly those outputs; slices of one shape share a structure and are audited once. Any other
-    block as it is."""
+    """A block that is one linear layer or ungrouped convolution holding more than `limit` weight values (an LM
+    head: 32000 x 2048; a UNet's 2560 -> 1280 3x3 conv), as blocks of equal slices of its output features, weight
+    rows (a conv's output channels) and bias alike: each output feature reads its own row only, so a slice computes
+    exactly those outputs; slices of one shape share a structure and are audited once. Any other block as it is."""
     g = bc.case.graph
-    if len(g.nodes) != 1 or g.nodes[0].op not in ROW_PER_OUTPUT:
+    if len(g.nodes) != 1 or g.nodes[0].op not in ROW_PER_OUTPUT or g.nodes[0].attrs.get("groups", 1) != 1:
         return [bc]
     node = g.nodes[0]
     inputs = {i.name: i for i in g.inputs}
     w = node.inputs[1] if len(node.inputs) > 1 else None
     b = node.inputs[2] if len(node.inputs) > 2 else None
-    if w not in inputs or len(inputs[w].shape) != 2 or math.prod(inputs[w].shape) <= limit:
+    if w not in inputs or len(inputs[w].shape) < 2 or math.prod(inputs[w].shape) <= limit:
         return [bc]
-    rows, cols = inputs[w].shape
+    rows, row = inputs[w].shape[0], tuple(inputs[w].shape[1:])
+    cols = math.prod(row)
     table = _held(inputs[w])
     bias = _held(inputs[b]) if isinstance(b, str) and b in inputs else None
     if table is None or (isinstance(b, str) and (b not in inputs or bias is None)):
@@ -226,7 +227,7 @@ def split_wide(bc: BlockCase, limit: int = BLOCK_VALUES) -> list[BlockCase]:
         return [bc]
     step, out = rows // k, []
     for start in range(0, rows, step):
-        part = {w: replace(inputs[w], shape=(step, cols), init={"values": np.asarray(table[start:start + step])})}
+        part = {w: replace(inputs[w], shape=(step,) + row, init={"values": np.asarray(table[start:start + step])})}
         if bias is not None:
             part[b] = replace(inputs[b], shape=(step,), init={"values": np.asarray(bias[start:start + step])})
         name = f"{bc.block.name} [outputs {start}:{start + step}]"

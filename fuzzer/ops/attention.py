@@ -125,14 +125,14 @@ def _relax(c: RelaxCall) -> str:
         v = c.low.emit(f"R.op.repeat({v}, {heads}, axis=1)", f"{hint}_v")
     q, k, v = (c.low.emit(f"R.op.permute_dims({t}, axes=[0, 2, 1, 3])", f"{hint}_{n}") for t, n in
                ((q, "q_bshe"), (k, "k_bshe"), (v, "v_bshe")))
-    bias = "None"
+    bias, kept, dt = "None", None, c.low.dt(c.dtype)
     if c.slot(3) is not None:
         full = [q_shape[0], q_shape[1], q_shape[2], k_shape[2]]
         mask_dtype = typed[c.slot(3)].dtype
         if mask_dtype == "bool":
             mask = c.low.operand(c.slot(3), "bool")
-            bias = c.low.emit(f"R.op.where({mask}, R.const(0.0, {c.low.dt(c.dtype)}), "
-                              f"R.const(float('-inf'), {c.low.dt(c.dtype)}))", f"{hint}_bias")
+            bias = c.low.emit(f"R.op.where({mask}, R.const(0.0, {dt}), R.const(float('-inf'), {dt}))", f"{hint}_bias")
+            kept = _rows_kept(c, mask, full, dt, hint)
         else:
             bias = c.arg(3)
         bias = c.low.emit(f"R.op.broadcast_to({bias}, {full})", f"{hint}_bias_full")
@@ -141,7 +141,22 @@ def _relax(c: RelaxCall) -> str:
     scale = "" if c.attrs.get("scale") is None else f", scale={float(c.attrs['scale'])!r}"
     causal = ", causal_mask='TopLeft'" if c.attrs.get("is_causal") else ""
     out = c.low.emit(f"R.op.nn.attention({q}, {k}, {v}, {bias}{scale}{causal})", f"{hint}_bshe")
-    return f"R.op.permute_dims({out}, axes=[0, 2, 1, 3])"
+    if kept is None:
+        return f"R.op.permute_dims({out}, axes=[0, 2, 1, 3])"
+    out = c.low.emit(f"R.op.permute_dims({out}, axes=[0, 2, 1, 3])", f"{hint}_bhse")
+    return f"R.op.where({kept}, {out}, R.const(0.0, {dt}))"
+
+
+def _rows_kept(c: RelaxCall, mask: str, full: list[int], dt: str, hint: str) -> str:
+    """Whether each query row keeps a key ([B, H, S, 1] bool), causal mask included: a bool mask means "a row keeping
+    none is 0" (PyTorch's SDPA), which R.nn.attention, taking only an additive bias, has no word for; TVM's importer
+    refuses bool masks, so this lowering is precfuzz's own and must not make the -inf rows' 0/0 (triage31
+    b19e97bca2, a false alarm of this lowering)."""
+    flags = c.low.emit(f"R.op.broadcast_to(R.op.astype({mask}, {dt}), {full})", f"{hint}_keep")
+    if c.attrs.get("is_causal"):
+        flags = c.low.emit(f"R.op.tril({flags}, 0)", f"{hint}_keep_causal")
+    rows = c.low.emit(f"R.op.max({flags}, axis=[3], keepdims=True)", f"{hint}_rows")
+    return c.low.emit(f"R.op.greater({rows}, R.const(0.0, {dt}))", f"{hint}_rows_kept")
 
 
 def _aten(c: AtenCall) -> str:

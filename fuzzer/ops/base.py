@@ -234,7 +234,8 @@ IntervalRule = Callable[[list[Any], list["ValueInfo | None"], dict[str, Any], Va
 #   bias-add-splits    a product whose bias add a backend may fuse into the next op, the product alone rounded
 #                      (torch_xla under autocast: linear, and conv, triage31 b8050003d8: bf16(conv) + bias in float32)
 #   row-per-output     output feature j reads row j of its second operand and element j of its third (optional): the
-#                      op may be split by output features, rows and bias alike (linear; the audit by blocks)
+#                      op may be split by output features, rows and bias alike (linear, and conv where groups is 1: a
+#                      grouped conv's channel j also reads its group's inputs; the audit by blocks)
 #   relax-one-formula  TVM lowers it by one formula in every float dtype (tir.tanh's (1 - e^-2x) / (1 + e^-2x), the
 #                      causal mask of nn.attention as trilu's 0): an accuracy bug of it is one record across dtypes
 #   opmath-scalar      PyTorch's CPU kernel reads a 0-dim second operand at float precision (add, sub, mul, div:

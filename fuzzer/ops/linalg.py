@@ -285,7 +285,7 @@ def _conv_op(nd: int) -> OpSpec:
     name = f"conv{nd}d"
     return OpSpec(name, "conv", ("x", "weight", "bias?"), dict(_CONV_ATTRS), _infer_conv(nd), conv,
                   lambda c: _torch_conv(c, name), _relax_product, iv.dot_rule(iv.conv_fan), _conv_example(nd),
-                  params=(1, 2), attr_types=_CONV_TYPES, tags=_CONTRACTION | {"bias-add-splits"},
+                  params=(1, 2), attr_types=_CONV_TYPES, tags=_CONTRACTION | {"bias-add-splits", "row-per-output"},
                   relax_dtype=accumulate_dtype, aten=A.overloads(f"{name}.default", _aten_conv(nd))
                   | ({"convolution.default": _aten_convolution} if nd == 2 else {}))
 
