@@ -233,3 +233,19 @@ def test_no_import_cycle_among_precfuzz_modules() -> None:
 
     cycles = [c for m in sorted(mods) if m not in seen and (c := cycle_from(m, []))]
     assert cycles == []
+
+
+def test_regression_a_one_dimensional_attention_mask_is_refused_as_pytorch_refuses_it() -> None:
+    """triage32 b288655e41: the minimizer shrank a mask to shape [1680], which torch_xla broadcasts and PyTorch's CPU
+    SDPA rejects in every dtype (IndexError): the short repro's float64 reference crashed (exit 2). The IR types an
+    op as PyTorch does, so a 1-D mask is no case; [1, S] is."""
+    from fuzzer.ir import Graph, Input, IRError, Node, infer
+
+    def graph(mask_shape: tuple[int, ...]) -> Graph:
+        return Graph((Input("q", (1, 2, 3, 8), "float32"), Input("k", (1, 2, 4, 8), "float32"),
+                      Input("m", mask_shape, "bool")),
+                     (Node("a", "scaled_dot_product_attention", ("q", "k", "k", "m")),), ("a",))
+
+    with pytest.raises(IRError, match="rank >= 2"):
+        infer(graph((4,)))
+    assert infer(graph((1, 4))).values["a"].shape == (1, 2, 3, 8)

@@ -53,8 +53,9 @@ def _infer(ops: list[ValueInfo | None], attrs: dict[str, Any]) -> Typed:
     batch = broadcast_shapes([q.shape[:-3], k.shape[:-3], v.shape[:-3]])
     out = tensor((*batch, hq, q.shape[-2], v.shape[-1]), q.dtype)
     if mask is not None:
-        if mask.is_scalar:
-            raise IRError("attn_mask must be a tensor")
+        if mask.is_scalar or len(mask.shape) < 2:  # triage32 b288655e41: a 1-D mask minimized into a case eager cannot run
+            raise IRError(f"attn_mask must have rank >= 2 (PyTorch's SDPA on the CPU reads its last two dims), got "
+                          f"{list(mask.shape)}")
         if attrs.get("is_causal"):
             raise IRError("attn_mask and is_causal together (PyTorch raises)")
         broadcast_shapes([mask.shape, out.shape[:-1] + (k.shape[-2],)])
