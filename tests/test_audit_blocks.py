@@ -126,6 +126,23 @@ def test_audit_by_blocks_end_to_end_on_a_small_stack(tmp_path: Path) -> None:
     assert fed.meta["fed_sets"][1] == "the run under torch.autocast(bfloat16)"
 
 
+def test_regression_a_model_eager_raises_on_is_audited_by_blocks_when_a_dtype_break_explains_it(tmp_path: Path) -> None:
+    """issue 37: the DDPM step around the default UNet (eager raises: the float32 schedule promotes the bf16 UNet's
+    input) was refused by blocks ("no dtype break explains it") although the by-blocks graph declares the break; the
+    small path reported it as a raise hazard. Both now do: the block holding the break raises under eager."""
+    model = tmp_path / "stack.py"
+    model.write_text(STACK.replace("return Stack().eval(), (torch.randn(3, 4),)",
+                                   "m = Stack().eval()\n    m.layers.to(torch.bfloat16)\n    return m, (torch.randn(3, 4),)"))
+    done = subprocess.run([sys.executable, "-m", "fuzzer.cli", "audit", str(model), "--block-values", "100",
+                           "--executors", "torch/eager", "--json", "--out", str(tmp_path / "out")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]
+    verdict = json.loads(done.stdout)
+    assert verdict["by_blocks"] and verdict["exit_status"] == 1
+    broken = [b for b in verdict["blocks"] if b["hazards"] or b["input_casts"]]
+    assert broken and all(b["name"].startswith("layers.") for b in broken), [b["name"] for b in verdict["blocks"]]
+
+
 def test_packed_values_round_trip_and_bad_ones_are_one_line_errors() -> None:
     """A packed spec (base64 of float64) makes the same values as a list; a bad one is a ValueSpecError."""
     import pytest

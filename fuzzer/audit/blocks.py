@@ -301,11 +301,12 @@ def distinct(cases: list[BlockCase]) -> list[BlockCase]:
 
 
 def record(ep: Any, module: Any, args: tuple[Any, ...], made: dict[str, tuple[str, int | None]],
-           wanted: set[str], autocast: str | None = None) -> dict[str, np.ndarray]:
+           wanted: set[str], autocast: str | None = None, widen: bool = False) -> dict[str, np.ndarray]:
     """The values the exported program's eager run (the model as captured, in its own dtypes) gives the IR values
     `wanted`, as float64 arrays: the activations a block is fed. `made` maps an IR value to the fx node whose output
     it is (and the index into a tuple output). `autocast` (a 16-bit dtype): the run under `torch.autocast("cpu")`
-    in it, the activations a block sees when the whole model runs under autocast."""
+    in it, the activations a block sees when the whole model runs under autocast. `widen`: every floating parameter
+    and input in float32 (a model eager raises on as it is, at a dtype break: the float32 run's activations)."""
     import torch
     from torch.export.graph_signature import InputKind
 
@@ -327,6 +328,8 @@ def record(ep: Any, module: Any, args: tuple[Any, ...], made: dict[str, tuple[st
         else:
             target = str(spec.target)
             feed.append(state.get(target) if target in state else ep.constants.get(target))
+    if widen:
+        feed = [t.float() if isinstance(t, torch.Tensor) and torch.is_floating_point(t) else t for t in feed]
     got: dict[str, np.ndarray] = {}
 
     class Recorder(torch.fx.Interpreter):

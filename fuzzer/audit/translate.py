@@ -628,9 +628,14 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
     sources = {k: v for k, v in b.sources.items() if k in {n.id for n in graph_ir.nodes}}
     parts = partition(graph_ir, sources, limit)
     wanted = boundary(graph_ir, parts)
-    recorded = record(ep, module, args, b.made, wanted)
+    try:
+        recorded, widen = record(ep, module, args, b.made, wanted), False
+    except Exception as exc:  # noqa: BLE001 - the model raises as it is (a dtype break, reported as a hazard)
+        recorded, widen = record(ep, module, args, b.made, wanted, widen=True), True
+        notes.append(f"the model raises as it is ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}):"
+                     " blocks are fed the activations of its run with every float parameter and input in float32")
     autocast = None
-    if _floating_params(graph_ir):  # the activations under autocast too: a second input set where they differ
+    if _floating_params(graph_ir) and not widen:  # the activations under autocast too: a second input set
         try:
             autocast = record(ep, module, args, b.made, wanted, autocast="bfloat16")
         except Exception as exc:  # noqa: BLE001 - the model's own code under autocast: said, not fatal

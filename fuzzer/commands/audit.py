@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
                     raise AuditInputError(f"{path}:{func}: {exc}") from None
         except AuditInputError as exc:
             return fail(str(exc))
-        broken = tr.unexplained_eager_error() if tr.blocks is None else tr.eager_error
+        broken = tr.unexplained_eager_error()  # by blocks too: the break is a raise hazard of the block holding it
         if broken:  # nothing to judge: every backend's failure on it would read as "clean"
             return fail(f"{path}:{func}: the model raises {broken} under eager PyTorch on its own example args, and "
                         "no dtype break explains it (fix the model or its example args)")
