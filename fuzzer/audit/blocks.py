@@ -161,7 +161,8 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
         sets = ({}, {r: pack(v) for r, v in other.items()})
         meta = {**meta, "fed_sets": ["the float32 eager run", "the run under torch.autocast(bfloat16)"]}
     case = Case(sub, sets, {**meta, "block": block.name, "members": list(block.members or (block.name,))})
-    return BlockCase(block, case, {k: v for k, v in sources.items() if k in inside}, tuple(fed))
+    mine = inside | set(fed)  # a fed activation is described by the model's line that computed it
+    return BlockCase(block, case, {k: v for k, v in sources.items() if k in mine}, tuple(fed))
 
 
 def _held(inp: Input) -> np.ndarray | None:

@@ -188,12 +188,13 @@ def _src(sources: dict[str, Source], name: str) -> Source | None:
 
 
 def _describe_value(graph: Graph, typed: Any, sources: dict[str, Source], name: str) -> str:
-    """`sigma = timestep.float() / 1000` (denoiser.py:30, float32) or input `x` (float32 [1, 8, 32])."""
-    if name in typed.values and any(i.name == name for i in graph.inputs):
+    """`sigma = timestep.float() / 1000` (denoiser.py:30, float32) or input `x` (float32 [1, 8, 32]); a block's input
+    the model computed (an activation another block feeds it) by the model's line that computed it."""
+    src = _src(sources, name)
+    if name in typed.values and any(i.name == name for i in graph.inputs) and src is None:
         inp = graph.input(name)
         what = "parameter" if inp.role == "param" else "input"
         return f"{what} `{name}` ({inp.dtype} {list(inp.shape)})"
-    src = _src(sources, name)
     dtype = typed.values[name].dtype if name in typed.values else "?"
     if src is None:
         return f"`{name}` ({dtype})"
