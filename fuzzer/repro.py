@@ -95,6 +95,10 @@ def evidence(case: Case, finding: Finding, executor: Executor, set_index: int) -
 
 
 CAST_ALLOWED = 1e-300  # a cast's allowed error against its correctly rounded value: none (0 / this is 0, else huge)
+# what the script prints as its verdict: the ratio to the bound, or for a cast, how many values are not correctly rounded
+# (triage33 beacf72a2b printed "7.45e+291x the allowed error", a ratio to CAST_ALLOWED)
+VERDICT = (f'verdict = f"{{ratio:.3g}}x the allowed error" if @bound[0] > {CAST_ALLOWED!r} else '
+           'f"{int((diff > 0).sum())} of {len(diff)} value(s) not the correctly rounded cast"')
 NUMPY_CAST = {"float16": "np.float16", "float32": "np.float32", "bfloat16": "ml_dtypes.bfloat16",
               "float8_e4m3fn": "np.float32).astype(ml_dtypes.float8_e4m3fn",  # through float32, as PyTorch casts
               "float8_e5m2": "np.float32).astype(ml_dtypes.float8_e5m2"}
@@ -427,10 +431,11 @@ def _torch_tail(finding: Finding, ex: Any, prog: str, exact: str, on_device: boo
                     "ratio = max(ulps.max().item() / @bound[0], ulps.pow(2).mean().sqrt().item() / @bound[1])",
                     "k, ref = int(ulps.argmax()), (@control.to(@actual.dtype).double() - @expected).abs()"
                     + (".nan_to_num(0.0, 0.0, 0.0)" if nonfinite_agree else "") + ".max().item()",
+                    VERDICT,
                     f"print(f\"@where[{{k}}]: expected {{@expected.flatten()[k].item():.6g}}, got "
                     f"{{@actual.cpu().flatten()[k].item():.6g}}; max error {{diff.max().item():.4g}} "
                     f"({{ulps.max().item():.3g}} ULP, {name}, {{@actual.dtype}}), \"",
-                    f"      f\"{{ref:.4g}} ({control}); {{ratio:.3g}}x the allowed error\")"], f"ratio < {MARGIN!r}"))
+                    f"      f\"{{ref:.4g}} ({control}); {{verdict}}\")"], f"ratio < {MARGIN!r}"))
     if oracle in (Oracle.DTYPE_DIVERGENCE, Oracle.SILENT_DOWNCAST):
         want = ev.eager_dtypes if oracle == Oracle.DTYPE_DIVERGENCE else ev.promoted
         first = ([f"print('PyTorch eager on the CPU returns', [str(o.dtype) for o in {prog}(*inputs)])"]
@@ -624,12 +629,12 @@ def _tvm_script(case: Case, finding: Finding, ex: TVMExecutor, title: str, set_i
             "ulps = np.nan_to_num(diff / 2.0 ** (np.floor(np.log2(scale.clip(1e-300))).clip(@bound[3]) - @bound[2]), "
             "nan=np.inf)  # in ULPs",
             "ratio = max(ulps.max() / @bound[0], np.sqrt(np.mean(ulps ** 2)) / @bound[1])",
-            "k = int(ulps.argmax())",
+            "k = int(ulps.argmax())", VERDICT,
             "print(f\"@where[{k}]: expected {float(@expected.ravel()[k]):.6g}, got {float(@actual.ravel()[k]):.6g}; max error "
             "{diff.max():.4g} ({ulps.max():.3g} ULP)" + (" with PASSES, {np.abs(@off.astype(np.float64) - @expected).max():.4g} without"
                                    if mine else "") + ", \"",
-            "      f\"{np.abs(@control.astype(np.float64) - @expected).max():.4g} with float32 internals; "
-            "{ratio:.3g}x the allowed error\")"], f"ratio < {MARGIN!r}")
+            "      f\"{np.abs(@control.astype(np.float64) - @expected).max():.4g} with float32 internals; {verdict}\")"],
+            f"ratio < {MARGIN!r}")
     elif oracle == Oracle.DTYPE_DIVERGENCE:
         lines += [f"got = [str(a.dtype) for a in run({on})]",
                   f"want = {ev.eager_dtypes!r}  # what PyTorch returns for this program",
