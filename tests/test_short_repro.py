@@ -73,8 +73,8 @@ def xla_dtype_case() -> Case:
 
 def test_tvm_one_node_bound_bug_is_short_and_fails_alone_then_passes_without_the_pass(tmp_path: Path) -> None:
     path, text = script_for(load_case(TVM_SEED), finding("error-bound", "tvm/decompose", ["layer_norm"]), tmp_path)
-    assert len(text.splitlines()) <= 48, text  # 40 + the bound in ULPs (3) + controls that may not build (4) + torch
-    # kept out of `import tvm` (1: issue 24)
+    assert len(text.splitlines()) <= 49, text  # 40 + the bound in ULPs (3) + controls that may not build (4) + torch
+    # kept out of `import tvm` (1: issue 24) + the verdict's words (1: a cast's, triage33 beacf72a2b)
     standalone(text)
     assert 'PASSES = ["DecomposeOpsForTraining"]' in text
     proc = run_alone(path)
