@@ -226,6 +226,8 @@ def finding(executor: str, policy: Policy, graph: Graph, lost: PrecisionLoss, in
     what = f"input `{lost.culprit}`" if lost.culprit_is_input else f"`{lost.culprit}` ({op})"
     after = reader(graph, lost.culprit)
     fix = (f"pass `{lost.culprit}` as float32" if lost.culprit_is_input
+           else f"compute `{lost.culprit}` ({op}) and the {lost.dtype} values it is made from in float32, and return it "
+                f"as float32 (the output's own {lost.dtype} rounding loses it again)" if lost.culprit in graph.outputs
            else f"compute `{lost.culprit}` ({op}) and the {lost.dtype} values it is made from in float32, and cast to "
                 f"{lost.dtype} after it" if after is None
            else f"compute `{lost.culprit}` ({op}), the {lost.dtype} values it is made from and `{after.id}` "

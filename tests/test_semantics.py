@@ -1221,6 +1221,23 @@ def test_regression_a_precision_hazards_fix_keeps_the_value_in_float32_into_the_
         hazard.message, hazard.message
 
 
+def test_regression_a_precision_hazard_of_the_output_itself_says_return_it_as_float32() -> None:
+    """triage33 hazard b48d438146: float16 x = -2e-7 / 1 loses 0.11 of the output; "compute `div1` in float32, and
+    cast to float16 after it" rounds the output, div1 itself, to float16 again and loses as much. The loss given back
+    was measured with the output kept in float32, which the fix now says."""
+    from fuzzer.check import Checker
+    from fuzzer.isolation import ExecutorPool
+
+    g = Graph((Input("x", (), "float16", init={"dist": "constant", "value": -2e-07}),
+               Input("d", (), "float16", init={"dist": "constant", "value": 1.0})),
+              (Node("div1", "div", ("x", "d")),), ("div1",))
+    with ExecutorPool(["torch/eager"]) as pool:
+        result = Checker(pool).check(Case(g), ["torch/eager"])
+    (hazard,) = [f for f in result.findings if f.error_class == "precision"]
+    assert "return it as float32" in hazard.message and "cast to float16 after it" not in hazard.message, \
+        hazard.message
+
+
 def test_regression_a_sum_whose_terms_cancel_is_judged_at_its_terms_not_a_precision_hazard(checker: Checker) -> None:
     """triage26 sample #8 (4ed3eb8a95): under autocast-bf16 the harness's scalar loss sum(attn * upstream), its terms
     cancelling 4000-fold, lost 0.2 of its value to attn's bf16 rounding and was filed as a precision hazard (its
