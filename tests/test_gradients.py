@@ -129,6 +129,7 @@ def test_a_float32_training_case_makes_no_gradient_finding_on_eager() -> None:
     assert result.outcomes["torch/eager"][0].grad_dtypes == ["float32"] * 3
 
 
+@pytest.mark.slow  # ~20-36 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_tvm_training_flow_layer_norm_backward_is_pinned_on_layer_norm() -> None:
     """issue 35: TVM's DecomposeOpsForTraining + Gradient on a float16 layer_norm of offset rows: its weight gradient
     is several times past an ideal 16-bit backward (4.6x here, eager's fp16 kernel under 1x, floored at the magnitude
@@ -742,6 +743,7 @@ def test_regression_a_norm_weight_gradient_is_judged_at_its_normalized_terms() -
     assert not [f for f in result.findings if f.details.get("grad")], [f.message for f in result.findings]
 
 
+@pytest.mark.slow  # ~20-36 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_regression_the_op_off_on_the_very_input_is_blamed_before_one_off_on_another_operand() -> None:
     """triage27 b0a5795659: XLA's bf16 group_norm sums beta's gradient over N, H, W with a bf16 accumulator (20x
     eager); the conv2d after it, whose backward alone is further off on its activation's gradient, was named. The

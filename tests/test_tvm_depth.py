@@ -270,6 +270,7 @@ def test_regression_a_graph_the_frontend_path_cannot_express_is_no_tvm_coverage_
     assert [f for f in result.findings if f.executor == "tvm/frontend"] == []
 
 
+@pytest.mark.slow  # ~20-36 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_frontend_finding_has_a_short_repro_that_exits_1_alone(tmp_path: Path) -> None:
     """Issue 26: the frontend's records had only the 262-366 line full-oracle script. The short one exports the
     graph as a torch module, imports it with from_exported_program, builds and runs it next to eager (<= 60 lines)."""

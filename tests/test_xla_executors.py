@@ -391,6 +391,7 @@ def test_regression_autocast_linears_bias_add_fused_into_the_next_op_is_no_bug_o
     assert not [f for f in result.findings if f.kind == "backend-bug"], [f.message for f in result.findings]
 
 
+@pytest.mark.slow  # ~20-36 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_regression_autocast_convs_bias_add_fused_into_the_next_op_is_no_bug_of_that_op() -> None:
     """triage31 b8050003d8 (its fourth false alarm): under autocast torch_xla's conv3d is a bf16 convolution whose
     bias add fuses into the float32 sub after it (bf16(conv) + bias, never rounded to bf16); the sub, judged on the
