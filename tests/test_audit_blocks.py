@@ -143,6 +143,26 @@ def test_regression_a_model_eager_raises_on_is_audited_by_blocks_when_a_dtype_br
     assert broken and all(b["name"].startswith("layers.") for b in broken), [b["name"] for b in verdict["blocks"]]
 
 
+def test_healed_casts_the_first_dtype_break_so_the_blocks_past_it_are_fed_the_fixed_models_dtypes() -> None:
+    """issue 37: past a dtype break (the DDPM step's float32 `noisy` into the bf16 UNet's conv_in) every value is
+    float32 in the graph as captured, so every block after it met bf16 parameters with a float32 activation: 70 hazards
+    of one cause. The healed graph casts the break's activation to its parameters' dtype, as the fix does: one cast,
+    and the conv after it is bf16 all the way."""
+    from fuzzer.audit.blocks import healed
+    from fuzzer.ir import infer
+
+    g = Graph((Input("x", (1, 2, 8, 8), "float32"), Input("w1", (2, 2, 3, 3), "bfloat16", "param"),
+               Input("w2", (2, 2, 3, 3), "bfloat16", "param")),
+              (Node("noisy", "mul", ("x", 2.0)), Node("c1", "conv2d", ("noisy", "w1")), Node("r", "relu", ("c1",)),
+               Node("c2", "conv2d", ("r", "w2"))), ("c2",))
+    assert set(infer(g).chain_breaks()) == {"c1", "c2"}
+    fixed = healed(g)
+    typed = infer(fixed)
+    assert typed.chain_breaks() == {} and [n.op for n in fixed.nodes].count("astype") == 1
+    assert typed.values["c1"].dtype == typed.values["c2"].dtype == "bfloat16" and typed.values["noisy"].dtype == "float32"
+    assert healed(fixed) is fixed
+
+
 def test_packed_values_round_trip_and_bad_ones_are_one_line_errors() -> None:
     """A packed spec (base64 of float64) makes the same values as a list; a bad one is a ValueSpecError."""
     import pytest

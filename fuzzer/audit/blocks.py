@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Case, Graph, Input, infer, load_case, save_case
+from ..ir import Case, Graph, Input, Node, infer, load_case, save_case
 from ..ops import OPS, tagged
 from ..values import has_inline, inline, pack
 from .source import Source
@@ -127,13 +127,14 @@ def boundary(graph: Graph, blocks: list[Block]) -> set[str]:
 
 def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sources: dict[str, Source],
                meta: dict[str, Any], pack_values: bool = True,
-               autocast: dict[str, np.ndarray] | None = None) -> BlockCase:
+               autocast: dict[str, np.ndarray] | None = None, fed_dtypes: dict[str, str] | None = None) -> BlockCase:
     """The block as a case: the graph inputs it reads as they are, each value it reads from another block as an
     input holding its recorded value, and as outputs the values other blocks or the model's outputs read.
     `autocast`: the same values recorded under autocast; where a fed value differs there, a second input set feeds
     them (the activations the block sees when the model runs under autocast).
     `pack_values=False`: its parameters stay the translation's arrays (shared, no copy) until `packed` is called on the
-    blocks kept (a 1B model's blocks, all packed as float64 text, are 12 GB; its distinct ones 2 GB)."""
+    blocks kept (a 1B model's blocks, all packed as float64 text, are 12 GB; its distinct ones 2 GB).
+    `fed_dtypes`: the dtypes a fed activation is declared in where they are not the graph's (`healed`)."""
     typed = infer(graph)
     inside = set(block.nodes)
     nodes = tuple(n for n in graph.nodes if n.id in inside)
@@ -146,7 +147,7 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     # a fed activation is what the block before made: under model.to(bfloat16) that block made it in bfloat16, so
     # the policy must cast it as it casts the parameters (role "param"; fed as float32 it read as an input cast the
     # caller owes, and eager raised at every conv of real-size resnet18)
-    made = [Input(r, typed.values[r].shape, typed.values[r].dtype, "param", typed.values[r].kind,
+    made = [Input(r, typed.values[r].shape, (fed_dtypes or {}).get(r, typed.values[r].dtype), "param", typed.values[r].kind,
                   pack(recorded[r]) if typed.values[r].kind == "tensor" else
                   {"values": np.asarray(recorded[r], dtype=np.float64).tolist()}) for r in fed]
     ins = tuple(inputs[r] if r in inputs else made[fed.index(r)] for r in read)
@@ -163,6 +164,31 @@ def block_case(graph: Graph, block: Block, recorded: dict[str, np.ndarray], sour
     case = Case(sub, sets, {**meta, "block": block.name, "members": list(block.members or (block.name,))})
     mine = inside | set(fed)  # a fed activation is described by the model's line that computed it
     return BlockCase(block, case, {k: v for k, v in sources.items() if k in mine}, tuple(fed))
+
+
+def healed(graph: Graph, rounds: int = 32) -> Graph:
+    """The graph with its dtype breaks fixed as a user would, first break first: the activation operand of an op whose
+    parameters have another dtype (PyTorch raises) cast to theirs. Its dtypes are what the values past a break have
+    once it is fixed: blocks past it are fed those, so the break is one hazard of its own block, not one of every
+    block after it (issue 37: the DDPM step around the default UNet, whose float32 schedule meets the bf16 conv_in)."""
+    for _ in range(rounds):
+        breaks = infer(graph).chain_breaks()
+        first = next((n for n in graph.nodes if n.id in breaks), None)
+        if first is None:
+            return graph
+        brk = breaks[first.id]
+        src = first.inputs[brk.operand]
+        if not isinstance(src, str):
+            return graph
+        taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
+        cast = next(f"{src}_as_{brk.param_dtype}{k or ''}" for k in range(len(taken) + 1)
+                    if f"{src}_as_{brk.param_dtype}{k or ''}" not in taken)
+        fixed = replace(first, inputs=tuple(cast if k == brk.operand else o for k, o in enumerate(first.inputs)))
+        nodes = []
+        for n in graph.nodes:
+            nodes += [Node(cast, "astype", (src,), {"dtype": brk.param_dtype}), fixed] if n.id == first.id else [n]
+        graph = Graph(graph.inputs, tuple(nodes), graph.outputs)
+    return graph
 
 
 def _held(inp: Input) -> np.ndarray | None:

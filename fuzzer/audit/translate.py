@@ -619,7 +619,7 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
                name: str, notes: list[str], limit: int, store: Path | None = None) -> Translation:
     """The translation of a model of any size as its distinct blocks, each fed its recorded activations; with
     `store`, each block's case is written there as soon as it is packed and let go of (blocks.spill)."""
-    from .blocks import block_case, boundary, distinct, packed, partition, record, spill, split_wide
+    from .blocks import block_case, boundary, distinct, healed, packed, partition, record, spill, split_wide
 
     try:
         infer(graph_ir)
@@ -642,10 +642,12 @@ def _by_blocks(ep: Any, module: Any, args: tuple[Any, ...], b: _Builder, graph_i
             notes.append(f"activations under torch.autocast(bfloat16) not recorded ({type(exc).__name__}: "
                          f"{str(exc).splitlines()[0][:120] if str(exc) else ''}): blocks are fed the float32 run's only")
     meta = {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name}
+    fixed = healed(graph_ir)  # past a dtype break, blocks are fed the dtypes of the model once it is fixed
+    fed_dtypes = {} if fixed is graph_ir else {k: v.dtype for k, v in infer(fixed).values.items()}
     cases = []
     for part in parts:
-        for bc in split_wide(block_case(graph_ir, part, recorded, sources, meta, pack_values=False, autocast=autocast),
-                             limit):
+        for bc in split_wide(block_case(graph_ir, part, recorded, sources, meta, pack_values=False, autocast=autocast,
+                                        fed_dtypes=fed_dtypes), limit):
             try:
                 check_size(bc.case.graph, infer(bc.case.graph))
             except IRError as exc:
