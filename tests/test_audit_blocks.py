@@ -307,3 +307,22 @@ def test_regression_activations_under_autocast_are_recorded_past_exports_dtype_a
     import ml_dtypes
 
     assert np.array_equal(under["h"], under["h"].astype(ml_dtypes.bfloat16).astype(np.float64))  # autocast's bf16
+
+
+def test_regression_a_float32_cast_export_baked_into_a_float32_capture_is_read_as_the_modules_dtype() -> None:
+    """issue 37, the DDPM step: the module raises as it is, so it is captured with float32 parameters, and torch.export
+    writes diffusers' `t_emb.to(dtype=self.dtype)` (and the attention processor's `.to(query.dtype)`) as casts to
+    float32; declared with the module's bf16 parameters, each made a false raise hazard at the linear after it (eight
+    at real size). A float32 -> float32 cast reaching a break is such a cast: it casts to the parameters' dtype. The
+    real break (a computed float32 value meeting conv_in) stays."""
+    from fuzzer.audit.translate import unbaked
+    from fuzzer.ir import infer
+
+    g = Graph((Input("t", (1, 4), "float32"), Input("w", (4, 4), "bfloat16", "param"), Input("x", (1, 4), "float32"),
+               Input("w2", (4, 4), "bfloat16", "param")),
+              (Node("to_1", "astype", ("t",), {"dtype": "float32"}), Node("flat", "reshape", ("to_1",), {"shape": [1, 4]}),
+               Node("lin", "linear", ("flat", "w")), Node("noisy", "mul", ("x", 2.0)), Node("lin2", "linear", ("noisy", "w2"))),
+              ("lin", "lin2"))
+    fixed, casts = unbaked(g)
+    assert casts == ["to_1"] and set(infer(fixed).chain_breaks()) == {"lin2"}
+    assert fixed.node("to_1").attrs["dtype"] == "bfloat16" and unbaked(fixed) == (fixed, [])

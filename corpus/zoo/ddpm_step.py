@@ -9,13 +9,13 @@ layers_per_block=1, block_out_channels=(16, 32), down_block_types=("DownBlock2D"
 up_block_types=("UpBlock2D", "UpBlock2D"), norm_num_groups=8)` moved with `.to(torch.bfloat16)`; bf16
 latents and noise [1, 4, 8, 8], int64 timestep [500]; ~165k parameters.
 
-Verdict of `precfuzz audit corpus/zoo/ddpm_step.py`: exit 1 (measured 2026-12-01 on main de8e5c1, 2
-shared cores at load 3.5: 102 s) with the hazard, mislocated: the real break is the UNet's `conv_in` getting the
-float32 `noisy` (PyTorch raises there: `Input type (float) and bias type (c10::BFloat16)`; fix
-`noisy.to(latents.dtype)`), but the audit names the time embedding's `linear_1` and the fix
-`t_emb.to(torch.bfloat16)`: the module raises on its example args, so it is captured with float32 parameters,
-which bakes float32 into diffusers' `t_emb.to(dtype=self.dtype)`, the first op the graph breaks at.
-`ddpm_step.py:make_fixed` (the cast added): exit 0, clean (129 s).
+Verdict of `precfuzz audit corpus/zoo/ddpm_step.py`: exit 1 (measured 2026-12-05 on main, 2 cores: 49 s) with the
+hazard where it is: the UNet's `conv_in` gets the float32 `noisy` (PyTorch raises: `Input type (float) and bias type
+(c10::BFloat16)`), the float32 coming from the `alphas_cumprod` buffer, fix `noisy.to(latents.dtype)` at
+ddpm_step.py:44. (Before 2026-12-05 it named the time embedding's `linear_1`: the module raises on its example args,
+so it is captured with float32 parameters, and torch.export wrote diffusers' `t_emb.to(dtype=self.dtype)` as a cast
+to float32; such casts are now read as the module's dtype, `fuzzer.audit.translate.unbaked`.)
+`ddpm_step.py:make_fixed` (the cast added): exit 0, clean (47 s).
 Weights are random, made in code (seeded); nothing is downloaded.
 """
 

@@ -569,6 +569,7 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
     import torch
 
     ep, notes = capture(module, args, retry_float32)
+    retried = bool(notes)  # captured with float32 parameters (PyTorch raised on the module as it is)
     decomposed: list[str] = []
     for _ in range(MAX_DECOMPOSITION_ROUNDS + 1):
         b = _Builder()
@@ -596,6 +597,12 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         raise AuditInputError("forward must return tensors it computes (a tensor or a tuple of tensors), but it "
                               f"returned {_describe_outputs(ep, out_node, computed, b.env)}")
     graph_ir = b.graph(outs)
+    if retried:
+        graph_ir, unbaked_casts = unbaked(graph_ir)
+        if unbaked_casts:
+            notes.append(f"{len(unbaked_casts)} cast(s) to float32 that torch.export wrote for the float32 capture, each "
+                         "meeting the module's own parameters, read as casts to their dtype (a `.to(self.dtype)`: "
+                         + ", ".join(unbaked_casts[:5]) + ")")
     total = sum(math.prod(i.shape) for i in graph_ir.inputs)
     if blocks is not None:
         return _by_blocks(ep, module, args, b, graph_ir, model_file, name, notes, blocks, store)
@@ -608,6 +615,31 @@ def translate(module: Any, args: tuple[Any, ...], model_file: str | None = None,
         raise AuditInputError(f"the translated graph is invalid: {exc}") from None
     case = Case(graph_ir, ({},), {"source": f"audit:{Path(model_file).name if model_file else name}", "model": name})
     return Translation(case, {k: v for k, v in b.sources.items() if k in computed}, notes)
+
+
+def unbaked(graph: Graph) -> tuple[Graph, list[str]]:
+    """A graph captured with float32 parameters (capture's retry) with the casts torch.export baked from the float32
+    module read as the module's own: a cast to float32 of a value already float32, which reaches (past layout ops) an op
+    whose parameters have another dtype, was a `.to(self.dtype)` or `.to(query.dtype)` (diffusers' time embedding and
+    attention processor in the DDPM step: each a false raise hazard at the op after it); it casts to their dtype.
+    (graph, the casts retyped)."""
+    from ..ops import is_cast
+
+    typed = infer(graph)
+    made = {n.id: n for n in graph.nodes}
+    retype: dict[str, str] = {}
+    for node_id, brk in typed.chain_breaks().items():
+        value = made[node_id].inputs[brk.operand]
+        while isinstance(value, str) and value in made and getattr(OPS.get(made[value].op), "family", "") == "layout":
+            value = made[value].inputs[0]
+        cast = made.get(value) if isinstance(value, str) else None
+        if (cast is not None and is_cast(cast.op) and cast.attrs.get("dtype") == "float32" and cast.inputs
+                and isinstance(cast.inputs[0], str) and typed.values[cast.inputs[0]].dtype == "float32"):
+            retype[cast.id] = brk.param_dtype
+    if not retype:
+        return graph, []
+    nodes = tuple(replace(n, attrs={**n.attrs, "dtype": retype[n.id]}) if n.id in retype else n for n in graph.nodes)
+    return Graph(graph.inputs, nodes, graph.outputs), sorted(retype)
 
 
 def _floating_params(graph: Graph) -> bool:

@@ -249,7 +249,8 @@ def hazard_of(f: Finding, sc: Scenario, sources: dict[str, Source], bf16_module:
     else:
         losers = _losers(graph, typed, promoted, brk.activation_dtype)
         at = sources.get(str(operand)) if isinstance(operand, str) else None
-        like = f"{losers[0]}.dtype" if losers else f"torch.{brk.param_dtype}"
+        same = [o for o in losers if typed.values[o].dtype == brk.param_dtype]  # not an int index (DDPM's timestep)
+        like = f"{same[0]}.dtype" if same else f"torch.{brk.param_dtype}"
         if at is not None and at.code:
             fix = f"{at.where()}: cast the result of `{at.code}` back with `.to({like})`"
         else:
