@@ -224,7 +224,7 @@ def gradient_finding(executor: str, grad: str, case: Case) -> Finding:
 
 @pytest.mark.parametrize("executor, fixture, grad", [
     ("xla/native", "training-xla-group-norm-constant-fp16.json", "x"),
-    ("tvm/train", None, "w"),
+    pytest.param("tvm/train", None, "w", marks=pytest.mark.slow),  # ~26 s: `make test-slow`
 ])
 def test_a_gradient_scripts_exit_agrees_with_the_oracle_on_this_cpu(tmp_path, executor, fixture, grad) -> None:
     """The short script of a gradient finding runs alone (python -I) and exits 1 exactly where the oracle finds the
@@ -556,6 +556,7 @@ def test_regression_a_loss_scale_the_float16_loss_cannot_hold_is_never_the_fix()
 BD18 = Path(__file__).parent / "fixtures" / "bf16-div-scalar-gradient-eager-as-far-off-bd18a077ac-triage25.json"
 
 
+@pytest.mark.slow  # ~15-26 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_regression_a_gradient_eager_gets_as_wrong_is_not_the_backends_in_the_minimizer_locator_and_script(
         tmp_path: Path) -> None:
     """triage25 bd18a077ac, b32559a80d: a torch_xla gradient record whose minimized case is PyTorch's own div gradient
@@ -814,6 +815,7 @@ def test_regression_an_operand_whose_gradient_never_reaches_the_finding_is_not_i
     assert locate(g, values, spoiled, "hidden") is None  # hidden's gradient does not see bias's
 
 
+@pytest.mark.slow  # ~15-26 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_regression_an_exact_zero_gradient_whose_float32_got_lucky_is_judged_at_its_terms() -> None:
     """triage30 bfb5aaf24e: d sum(softmax(x)) / dx is exactly 0; float32 autograd happened to be off by 2e-18 only,
     which set a floor of 3.6e-11, and TVM's 1.3e-9 (one float32 ULP of sum(p), times p: any summation order's) was

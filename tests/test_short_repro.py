@@ -339,6 +339,7 @@ def test_regression_the_short_tvm_script_takes_its_expected_value_from_an_indepe
     assert out.returncode == 1 and "got nan" in out.stdout, out.stdout + out.stderr
 
 
+@pytest.mark.slow  # ~15-26 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_regression_a_finding_is_confirmed_by_a_script_that_exits_1_in_a_fresh_process(tmp_path: Path) -> None:
     """issue 33: torch_xla runs a bfloat16 x float16 linear PyTorch refuses and narrows the float16 weight to bfloat16
     inside the matmul; cast to float32 after it, the output has the promoted dtype, so the short script (dtypes only)
