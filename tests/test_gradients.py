@@ -223,7 +223,7 @@ def gradient_finding(executor: str, grad: str, case: Case) -> Finding:
 
 
 @pytest.mark.parametrize("executor, fixture, grad", [
-    ("xla/native", "training-xla-group-norm-constant-fp16.json", "x"),
+    pytest.param("xla/native", "training-xla-group-norm-constant-fp16.json", "x", marks=pytest.mark.slow),  # ~18 s
     pytest.param("tvm/train", None, "w", marks=pytest.mark.slow),  # ~26 s: `make test-slow`
 ])
 def test_a_gradient_scripts_exit_agrees_with_the_oracle_on_this_cpu(tmp_path, executor, fixture, grad) -> None:
@@ -440,6 +440,7 @@ def test_regression_the_cancellation_floor_of_infinite_gradients_warns_nothing()
         assert cancellation(np.array([np.inf, 1.0]), np.array([np.inf, 1.0])) == 0.0
 
 
+@pytest.mark.slow  # ~13-16 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_regression_a_gradient_dtype_finding_names_the_op_and_its_script_checks_the_dtype(tmp_path) -> None:
     """triage22 b94a8c15e3: TVM's training flow gives a float16 conv2d's weight a float32 gradient; the finding named
     no op ("float16 backward backward" in its title), and its script judged only the error and exited 0. It names

@@ -178,6 +178,7 @@ def test_zoo_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Capture
         discover(DEFAULT_DIR, ["resnet"])
 
 
+@pytest.mark.slow  # ~13-16 s on 2 cores: `make test-slow` (make test stays under 12 minutes with the install)
 def test_a_zoo_model_defining_loss_is_audited_with_its_training_step_too(tmp_path: Path) -> None:
     """The training zoo (issue 36): a model file with loss() gets a second entry, `<model>+train`, from
     `audit --train`, judged by the 3-minute budget of a training step; a file without one gets none."""
