@@ -181,8 +181,8 @@ def healed(graph: Graph, rounds: int = 32) -> Graph:
         if not isinstance(src, str):
             return graph
         taken = {i.name for i in graph.inputs} | {n.id for n in graph.nodes}
-        cast = next(f"{src}_as_{brk.param_dtype}{k or ''}" for k in range(len(taken) + 1)
-                    if f"{src}_as_{brk.param_dtype}{k or ''}" not in taken)
+        names = (f"{src}_as_{brk.param_dtype}{k or ''}" for k in range(len(taken) + 1))
+        cast = next(name for name in names if name not in taken)
         fixed = replace(first, inputs=tuple(cast if k == brk.operand else o for k, o in enumerate(first.inputs)))
         nodes = []
         for n in graph.nodes:

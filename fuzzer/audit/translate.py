@@ -68,7 +68,8 @@ def capture(module: Any, args: tuple[Any, ...], retry_float32: bool = True) -> t
 
     A module whose low-precision parameters make PyTorch raise on the example args (a model hazard itself)
     cannot be exported as it is; it is exported with float32 parameters instead and the graph declares the
-    module's own dtypes again (the translation keeps the original values and dtypes).
+    module's own dtypes again (the translation keeps the original values and dtypes). The notes say so, and are
+    empty exactly when the module was exported as it is.
     """
     import copy
 
